@@ -1,0 +1,75 @@
+// Package clock is the one source of time for actors, runners and applications.
+//
+// A run's scenario time advances Factor times faster than the wall clock:
+// Factor = time_scale / dilation. time_scale shortens a run by scaling
+// arrivals, durations and iteration counts; dilation slows the emulated
+// hardware down (latency x d, bandwidth / d, compute x d) so a small host can
+// keep up with many fast links. Results are reported in scenario seconds.
+package clock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Clock reads scenario time. Actors and policies never call time.Now.
+type Clock interface {
+	// Now is the scenario time elapsed since the run started.
+	Now() time.Duration
+	// Wall is the wall time elapsed since the run started.
+	Wall() time.Duration
+	// Factor is scenario seconds per wall second.
+	Factor() float64
+	// ToWall converts a scenario duration to the wall duration it takes.
+	ToWall(d time.Duration) time.Duration
+	// Sleep waits for a scenario duration or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Scaled is a wall clock scaled by a constant factor.
+type Scaled struct {
+	start  time.Time
+	factor float64
+	once   sync.Once
+}
+
+// NewScaled returns a clock that starts now and runs factor times faster than
+// the wall clock. A factor <= 0 means 1.
+func NewScaled(factor float64) *Scaled {
+	if factor <= 0 {
+		factor = 1
+	}
+	return &Scaled{start: time.Now(), factor: factor}
+}
+
+// Now implements Clock.
+func (c *Scaled) Now() time.Duration {
+	return time.Duration(float64(time.Since(c.start)) * c.factor)
+}
+
+// Wall implements Clock.
+func (c *Scaled) Wall() time.Duration { return time.Since(c.start) }
+
+// Factor implements Clock.
+func (c *Scaled) Factor() float64 { return c.factor }
+
+// ToWall implements Clock.
+func (c *Scaled) ToWall(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.factor)
+}
+
+// Sleep implements Clock.
+func (c *Scaled) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(c.ToWall(d))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
