@@ -9,7 +9,7 @@ package clock
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,9 +29,8 @@ type Clock interface {
 
 // Scaled is a wall clock scaled by a constant factor.
 type Scaled struct {
-	start  time.Time
+	start  atomic.Pointer[time.Time]
 	factor float64
-	once   sync.Once
 }
 
 // NewScaled returns a clock that starts now and runs factor times faster than
@@ -40,16 +39,25 @@ func NewScaled(factor float64) *Scaled {
 	if factor <= 0 {
 		factor = 1
 	}
-	return &Scaled{start: time.Now(), factor: factor}
+	c := &Scaled{factor: factor}
+	c.Restart()
+	return c
+}
+
+// Restart makes scenario and wall time start again from zero now, for every
+// holder of the clock (a run restarts it when its workload begins).
+func (c *Scaled) Restart() {
+	now := time.Now()
+	c.start.Store(&now)
 }
 
 // Now implements Clock.
 func (c *Scaled) Now() time.Duration {
-	return time.Duration(float64(time.Since(c.start)) * c.factor)
+	return time.Duration(float64(time.Since(*c.start.Load())) * c.factor)
 }
 
 // Wall implements Clock.
-func (c *Scaled) Wall() time.Duration { return time.Since(c.start) }
+func (c *Scaled) Wall() time.Duration { return time.Since(*c.start.Load()) }
 
 // Factor implements Clock.
 func (c *Scaled) Factor() float64 { return c.factor }

@@ -1,0 +1,54 @@
+# koala-emu: the commands of the README.
+GO        ?= go
+SCENARIO  ?= scenarios/das3-smoke.yaml
+OUT       ?= runs
+BIN       := bin/koala-emu
+
+.PHONY: run test integration nightly study calibrate build image proto lint clean
+
+## run: the main job on the embedded backend (das3-smoke, under a minute)
+run:
+	$(GO) run ./cmd/koala-emu run $(SCENARIO) --out $(OUT)/$(notdir $(basename $(SCENARIO)))
+
+## test: unit tests, policies, actors, scenario validation, an end-to-end das3-smoke run; with -race
+test:
+	$(GO) test -race -count=1 ./...
+
+## integration: tests against real containers and kernel shaping (root, Docker)
+integration:
+	$(GO) test -race -count=1 -tags integration -timeout 40m ./integration/... ./launch/... ./netem/...
+
+## nightly: the long emulations: DAS-3 co-allocation under wf, fcm and ca, and the cluster-count study
+nightly: build
+	$(BIN) run scenarios/das3-coalloc.yaml --policy fcm --out $(OUT)/coalloc-fcm
+	$(BIN) run scenarios/das3-coalloc.yaml --policy wf  --out $(OUT)/coalloc-wf
+	$(BIN) run scenarios/das3-coalloc.yaml --policy ca  --out $(OUT)/coalloc-ca
+	$(BIN) run scenarios/das3-coalloc-delft.yaml --out $(OUT)/coalloc-delft-fcm
+	$(BIN) study cluster-count --out $(OUT)/cluster-count
+
+## study: the cluster-count study on the embedded backend
+study: build
+	$(BIN) study cluster-count --out $(OUT)/cluster-count
+
+## calibrate: measure every link of das3-coalloc against its target
+calibrate: build
+	$(BIN) calibrate scenarios/das3-coalloc.yaml --backend inproc
+
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/koala-emu
+
+## image: the one scratch image of the docker backend
+image: build
+	docker build -q -t koala-emu:dev -f docker/Dockerfile bin
+
+## proto: regenerate the wire contract (needs protoc and protoc-gen-go)
+proto:
+	protoc --proto_path=actors/msg --go_out=actors/msg --go_opt=paths=source_relative actors/msg/*.proto
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+
+clean:
+	rm -rf bin $(OUT)

@@ -1,0 +1,111 @@
+package kis
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+// Config builds the information service.
+type Config struct {
+	Order       []string              // clusters, in scenario order
+	Clusters    map[string]*actor.PID // cluster managers
+	ProbeAddrs  map[string]string     // cluster -> probe endpoint
+	Unavailable map[[2]string]bool    // pairs never to probe (both orders)
+	Scheduler   *actor.PID
+	ProbePeriod time.Duration // scenario time between probe rounds; 0 = once
+	// BandwidthBytes is the message size of bandwidth probes.
+	BandwidthBytes int
+	// Ready is closed once the first probe round has completed.
+	Ready chan<- struct{}
+	Env   actors.Env
+}
+
+type kis struct {
+	cfg       Config
+	clusters  map[string]*msg.ClusterStatus
+	links     map[[2]string]*msg.LinkEstimate
+	pending   int
+	readyOnce sync.Once
+	cancel    func()
+	errors    int
+}
+
+type probeRound struct{}
+
+// Props returns the information service's props.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &kis{cfg: cfg, clusters: map[string]*msg.ClusterStatus{}, links: map[[2]string]*msg.LinkEstimate{}}
+	})
+}
+
+func (k *kis) Receive(ctx actor.Context) {
+	switch x := ctx.Message().(type) {
+	case *actor.Started:
+		k.round(ctx)
+		if k.cfg.ProbePeriod > 0 {
+			k.cancel = k.cfg.Env.Every(k.cfg.ProbePeriod, ctx.Self(), func() interface{} { return &probeRound{} })
+		}
+	case *actor.Stopping:
+		if k.cancel != nil {
+			k.cancel()
+		}
+	case *probeRound:
+		if k.pending == 0 {
+			k.round(ctx)
+		}
+	case *msg.ClusterStatus:
+		k.clusters[x.Cluster] = x
+		if k.cfg.Scheduler != nil {
+			ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{x}})
+		}
+	case *msg.ProbeResult:
+		k.pending--
+		if x.Error != "" {
+			k.errors++
+			ev := k.cfg.Env.Event("probe_error", "kis", "")
+			ev.Fields = map[string]string{"error": x.Error}
+			k.cfg.Env.Emit(ev)
+		}
+		for _, l := range x.Links {
+			k.links[[2]string{l.Src, l.Dst}] = l
+			ev := k.cfg.Env.Event("probe", "kis", "")
+			ev.Fields = map[string]string{"src": l.Src, "dst": l.Dst}
+			ev.Values = map[string]float64{"latency_ms": l.LatencyMs, "bandwidth_mbps": l.BandwidthMbps}
+			k.cfg.Env.Emit(ev)
+		}
+		if k.cfg.Scheduler != nil && len(x.Links) > 0 {
+			ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Links: x.Links})
+		}
+		if k.pending == 0 && k.cfg.Ready != nil {
+			k.readyOnce.Do(func() { close(k.cfg.Ready) })
+		}
+	}
+}
+
+// round asks every cluster to probe the clusters after it in scenario order
+// and itself (intra-cluster), skipping unavailable pairs.
+func (k *kis) round(ctx actor.Context) {
+	for i, src := range k.cfg.Order {
+		req := &msg.ProbeRequest{ReplyTo: msg.FromPID(ctx.Self()), BandwidthBytes: int32(k.cfg.BandwidthBytes)}
+		for _, dst := range k.cfg.Order[i:] {
+			if k.cfg.Unavailable[[2]string{src, dst}] || k.cfg.Unavailable[[2]string{dst, src}] {
+				continue
+			}
+			req.Targets = append(req.Targets, &msg.ProbeTarget{Cluster: dst, Addr: k.cfg.ProbeAddrs[dst]})
+		}
+		if len(req.Targets) == 0 {
+			continue
+		}
+		k.pending++
+		ctx.Send(k.cfg.Clusters[src], req)
+	}
+	if k.pending == 0 && k.cfg.Ready != nil {
+		k.readyOnce.Do(func() { close(k.cfg.Ready) })
+	}
+}

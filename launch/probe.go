@@ -1,0 +1,131 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/koala-emu/koala-emu/netem"
+)
+
+// prober is a cluster's probe endpoint: a ping-pong server whose replies
+// leave through the cluster's egress towards the asking cluster, and a client
+// that measures links from this cluster through the same egress. A probe
+// connection opens with one line naming the asking cluster.
+type prober struct {
+	cluster string
+	egress  netem.Egress
+	ln      net.Listener
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+func newProber(ctx context.Context, cluster string, egress netem.Egress, host string) (*prober, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("probe endpoint of %s: %w", cluster, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prober{cluster: cluster, egress: egress, ln: ln, cancel: cancel}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		// ServePingPong returns when the listener closes.
+		_ = netem.ServePingPong(ctx, &helloListener{Listener: ln, egress: egress})
+	}()
+	return p, nil
+}
+
+func (p *prober) Addr() string { return p.ln.Addr().String() }
+
+func (p *prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (time.Duration, float64, error) {
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, 0, fmt.Errorf("dial probe endpoint of %s: %w", dst, err)
+	}
+	defer raw.Close()
+	if tc, ok := raw.(*net.TCPConn); ok {
+		if err := tc.SetNoDelay(true); err != nil {
+			return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
+		}
+	}
+	if _, err := fmt.Fprintf(raw, "%s\n", p.cluster); err != nil {
+		return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
+	}
+	conn := p.egress.Wrap(raw, dst)
+	if dl, ok := ctx.Deadline(); ok {
+		if err := raw.SetDeadline(dl); err != nil {
+			return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
+		}
+	}
+	opts := netem.PingPongOptions{LatencyRounds: 50, BandwidthRounds: 2, MsgSize: bwBytes}
+	if bwBytes <= 0 {
+		opts.BandwidthRounds = 0
+	}
+	res, err := netem.MeasurePingPong(ctx, conn, opts)
+	if err != nil {
+		return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
+	}
+	return res.Latency, res.Bandwidth, nil
+}
+
+func (p *prober) Close() error {
+	p.cancel()
+	err := p.ln.Close()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// helloListener reads the asking cluster's name from every accepted
+// connection and wraps it so replies are shaped towards that cluster.
+type helloListener struct {
+	net.Listener
+	egress netem.Egress
+}
+
+func (l *helloListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true) // best effort: a probe without it only measures worse
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		name, err := readLine(c, 256)
+		_ = c.SetReadDeadline(time.Time{})
+		if err != nil {
+			c.Close() // a peer that does not speak the probe protocol
+			continue
+		}
+		return l.egress.Wrap(c, name), nil
+	}
+}
+
+var _ io.Closer = (*prober)(nil)
+
+// readLine reads up to '\n' one byte at a time, so nothing after the line is
+// consumed.
+func readLine(r io.Reader, max int) (string, error) {
+	var b [1]byte
+	var line []byte
+	for len(line) < max {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == '\n' {
+			return string(line), nil
+		}
+		line = append(line, b[0])
+	}
+	return "", errors.New("probe hello too long")
+}

@@ -1,0 +1,255 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+// Job is everything recorded about one job. Times are scenario seconds since
+// the run started; a time that never happened is -1.
+type Job struct {
+	ID         string  `json:"id"`
+	App        string  `json:"app"`
+	Size       int     `json:"size"`
+	Request    string  `json:"request"`
+	Components string  `json:"components"` // e.g. "amsterdam:8+vrije:16"
+	Clusters   int     `json:"clusters"`
+	Submit     float64 `json:"submit_s"`
+	Placement  float64 `json:"placement_s"`
+	Start      float64 `json:"start_s"`
+	End        float64 `json:"end_s"`
+	Tries      int     `json:"tries"`
+	Status     string  `json:"status"` // completed | failed | running | queued
+	Reason     string  `json:"reason,omitempty"`
+	Nominal    float64 `json:"nominal_s"` // single-cluster execution time, for net utilisation
+	BytesSent  float64 `json:"bytes_sent"`
+}
+
+// Wait is start - submit.
+func (j *Job) Wait() float64 { return span(j.Submit, j.Start) }
+
+// Queue is placement - submit.
+func (j *Job) Queue() float64 { return span(j.Submit, j.Placement) }
+
+// Startup is start - placement.
+func (j *Job) Startup() float64 { return span(j.Placement, j.Start) }
+
+// Exec is end - start.
+func (j *Job) Exec() float64 { return span(j.Start, j.End) }
+
+// Response is end - submit.
+func (j *Job) Response() float64 { return span(j.Submit, j.End) }
+
+func span(a, b float64) float64 {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return b - a
+}
+
+// Recorder folds events into job records and writes events.jsonl. It is
+// safe for concurrent use; the recorder actor is its only writer in a run.
+type Recorder struct {
+	mu       sync.Mutex
+	jobs     map[string]*Job
+	order    []string
+	events   *bufio.Writer
+	err      error
+	expected int
+	ended    int
+	done     chan struct{}
+	nominal  func(app string, size int) float64
+	counts   map[string]int
+	onEvent  func(*msg.Event)
+}
+
+// NewRecorder returns a recorder that writes events to w (nil: none) and
+// closes Done once `expected` jobs have ended. nominal gives a job's
+// single-cluster execution time in scenario seconds.
+func NewRecorder(w io.Writer, expected int, nominal func(app string, size int) float64) *Recorder {
+	r := &Recorder{jobs: map[string]*Job{}, expected: expected, done: make(chan struct{}), nominal: nominal, counts: map[string]int{}}
+	if w != nil {
+		r.events = bufio.NewWriterSize(w, 64<<10)
+	}
+	if expected == 0 {
+		close(r.done)
+	}
+	return r
+}
+
+// OnEvent registers a callback run for every event, outside the lock.
+func (r *Recorder) OnEvent(f func(*msg.Event)) { r.onEvent = f }
+
+// Props returns the props of the recorder actor.
+func (r *Recorder) Props() *actor.Props {
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		if ev, ok := ctx.Message().(*msg.Event); ok {
+			r.Record(ev)
+		}
+	})
+}
+
+// Done is closed when every expected job has ended.
+func (r *Recorder) Done() <-chan struct{} { return r.done }
+
+func (r *Recorder) job(id string) *Job {
+	j := r.jobs[id]
+	if j == nil {
+		j = &Job{ID: id, Submit: -1, Placement: -1, Start: -1, End: -1, Status: "queued"}
+		r.jobs[id] = j
+		r.order = append(r.order, id)
+	}
+	return j
+}
+
+// Record folds one event.
+func (r *Recorder) Record(ev *msg.Event) {
+	r.mu.Lock()
+	r.counts[ev.Kind]++
+	if r.events != nil && r.err == nil {
+		b, err := json.Marshal(eventJSON(ev))
+		if err == nil {
+			b = append(b, '\n')
+			_, err = r.events.Write(b)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("write events: %w", err)
+		}
+	}
+	if ev.JobId != "" {
+		r.fold(ev)
+	}
+	r.mu.Unlock()
+	if r.onEvent != nil {
+		r.onEvent(ev)
+	}
+}
+
+func (r *Recorder) fold(ev *msg.Event) {
+	j := r.job(ev.JobId)
+	switch ev.Kind {
+	case "submit":
+		j.Submit = ev.TS
+		j.App = ev.Fields["app"]
+		j.Request = ev.Fields["request"]
+		j.Size = int(ev.Values["size"])
+		if r.nominal != nil {
+			j.Nominal = r.nominal(j.App, j.Size)
+		}
+	case "placed":
+		j.Placement = ev.TS
+		j.Components = ev.Fields["components"]
+		j.Clusters = int(ev.Values["clusters"])
+		j.Tries = int(ev.Values["tries"])
+		j.Status = "running"
+	case "rejected":
+		j.Tries = int(ev.Values["tries"])
+	case "start":
+		j.Start = ev.TS
+	case "end":
+		if j.End >= 0 {
+			return
+		}
+		j.End = ev.TS
+		j.Status = ev.Fields["status"]
+		j.Reason = ev.Fields["reason"]
+		j.BytesSent = ev.Values["bytes_sent"]
+		r.ended++
+		if r.ended == r.expected {
+			close(r.done)
+		}
+	}
+}
+
+// Progress is a snapshot for progress lines.
+type Progress struct {
+	Submitted, Queued, Running, Completed, Failed int
+}
+
+// Progress counts jobs by state.
+func (r *Recorder) Progress() Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var p Progress
+	for _, j := range r.jobs {
+		if j.Submit < 0 {
+			continue
+		}
+		p.Submitted++
+		switch {
+		case j.Status == "completed":
+			p.Completed++
+		case j.Status == "failed":
+			p.Failed++
+		case j.Placement >= 0:
+			p.Running++
+		default:
+			p.Queued++
+		}
+	}
+	return p
+}
+
+// Jobs returns copies of the job records in submission order.
+func (r *Recorder) Jobs() []Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Job, 0, len(r.order))
+	for _, id := range r.order {
+		out = append(out, *r.jobs[id])
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Submit < out[b].Submit })
+	return out
+}
+
+// Count returns how many events of a kind were recorded.
+func (r *Recorder) Count(kind string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[kind]
+}
+
+// Flush writes buffered events and returns the first write error.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.events != nil && r.err == nil {
+		if err := r.events.Flush(); err != nil {
+			r.err = fmt.Errorf("write events: %w", err)
+		}
+	}
+	return r.err
+}
+
+func eventJSON(ev *msg.Event) map[string]interface{} {
+	m := map[string]interface{}{"t_s": round(ev.TS), "wall_s": round(ev.WallS), "kind": ev.Kind}
+	if ev.JobId != "" {
+		m["job"] = ev.JobId
+	}
+	if ev.Source != "" {
+		m["source"] = ev.Source
+	}
+	for k, v := range ev.Fields {
+		m[k] = v
+	}
+	for k, v := range ev.Values {
+		m[k] = round(v)
+	}
+	return m
+}
+
+func round(f float64) float64 {
+	const p = 1e6
+	if f < 0 {
+		return -float64(int64(-f*p+0.5)) / p
+	}
+	return float64(int64(f*p+0.5)) / p
+}

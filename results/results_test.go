@@ -1,0 +1,117 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+func ev(t float64, kind, job string, fields map[string]string, values map[string]float64) *msg.Event {
+	return &msg.Event{TS: t, Kind: kind, JobId: job, Fields: fields, Values: values}
+}
+
+// A recorder folds the life of two jobs (one co-allocated, one failed) and
+// the summary derives every metric from them.
+func TestRecorderAndSummary(t *testing.T) {
+	var events bytes.Buffer
+	nominal := func(app string, size int) float64 { return 100 }
+	r := NewRecorder(&events, 2, nominal)
+	r.Record(ev(0, "submit", "j1", map[string]string{"app": "wave", "request": "flexible"}, map[string]float64{"size": 16}))
+	r.Record(ev(5, "submit", "j2", map[string]string{"app": "wave", "request": "flexible"}, map[string]float64{"size": 8}))
+	r.Record(ev(30, "placed", "j1", map[string]string{"components": "a:8+b:8"}, map[string]float64{"clusters": 2, "tries": 2}))
+	r.Record(ev(40, "start", "j1", nil, nil))
+	select {
+	case <-r.Done():
+		t.Fatal("done before any job ended")
+	default:
+	}
+	if p := r.Progress(); p.Running != 1 || p.Queued != 1 || p.Submitted != 2 {
+		t.Fatalf("progress %+v", p)
+	}
+	r.Record(ev(190, "end", "j1", map[string]string{"status": "completed"}, nil))
+	r.Record(ev(200, "end", "j2", map[string]string{"status": "failed", "reason": "no fit"}, nil))
+	r.Record(ev(201, "end", "j2", map[string]string{"status": "completed"}, nil)) // a second end is ignored
+	select {
+	case <-r.Done():
+	default:
+		t.Fatal("not done after both jobs ended")
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(events.String(), "\n"); n != 7 {
+		t.Fatalf("events.jsonl has %d lines, want 7", n)
+	}
+	jobs := r.Jobs()
+	if len(jobs) != 2 || jobs[0].ID != "j1" {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	j := jobs[0]
+	if j.Queue() != 30 || j.Startup() != 10 || j.Wait() != 40 || j.Exec() != 150 || j.Response() != 190 {
+		t.Fatalf("times: queue %v startup %v wait %v exec %v response %v", j.Queue(), j.Startup(), j.Wait(), j.Exec(), j.Response())
+	}
+	s := Summarize(Meta{Scenario: "x", TotalNodes: 32, DurationS: 100}, jobs)
+	if s.Jobs != (Counts{Submitted: 2, Completed: 1, Failed: 1}) || s.FailReasons["no fit"] != 1 {
+		t.Fatalf("counts %+v reasons %v", s.Jobs, s.FailReasons)
+	}
+	if s.AJRTS != 190 || s.AvgExecS != 150 || s.CoallocatedPct != 100 || s.ScenarioS != 201-1 {
+		t.Fatalf("summary %+v", s)
+	}
+	// span is max(duration 100, last end 200) = 200; 32 nodes.
+	if want := 100 * 16 * 100.0 / (32 * 200); math.Abs(s.NetUtilizationPct-want) > 1e-9 {
+		t.Fatalf("net utilisation %v, want %v", s.NetUtilizationPct, want)
+	}
+	if want := 100 * 16 * 150.0 / (32 * 200); math.Abs(s.ObservedUtilizationPct-want) > 1e-9 {
+		t.Fatalf("observed utilisation %v, want %v", s.ObservedUtilizationPct, want)
+	}
+	if s.ExecByClusters["2"].N != 1 || s.ExecByApp["wave"].MeanS != 150 {
+		t.Fatalf("by clusters %v by app %v", s.ExecByClusters, s.ExecByApp)
+	}
+
+	dir := t.TempDir()
+	if err := s.WriteJSON(dir); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "backend", "seed", "time_scale", "wall_s", "jobs", "ajrt_s", "avg_wait_s",
+		"avg_queue_s", "avg_startup_s", "avg_exec_s", "coallocated_pct", "net_utilization_pct", "observed_utilization_pct",
+		"exec_by_app", "exec_by_clusters"} {
+		if _, ok := back[k]; !ok {
+			t.Errorf("results.json lacks %q", k)
+		}
+	}
+	if err := WriteJobsCSV(dir, jobs); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "jobs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0][0] != "id" || rows[2][16] != "failed" || rows[2][17] != "no fit" {
+		t.Fatalf("jobs.csv rows %v", rows)
+	}
+	var out bytes.Buffer
+	s.Print(&out)
+	if !strings.Contains(out.String(), "1 completed, 1 failed") {
+		t.Fatalf("summary table:\n%s", out.String())
+	}
+}

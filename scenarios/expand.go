@@ -1,0 +1,145 @@
+package scenarios
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/koala-emu/koala-emu/netem"
+)
+
+// Independent random streams per concern, all from the scenario's seed, so
+// that changing one part of a scenario (say, the request type) does not move
+// the arrival times or the job sizes.
+const (
+	streamArrivals uint64 = 0x6172726976616c73 // "arrivals"
+	streamSizes    uint64 = 0x73697a6573000000 // "sizes"
+	streamClusters uint64 = 0x636c757374657273 // "clusters"
+)
+
+func newRand(seed int64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), stream))
+}
+
+// Expand applies the overrides, validates (returning Errors on failure) and
+// builds the Plan: included clusters, link matrix, background bands, policy
+// settings, and the job list (explicit jobs plus generated Poisson arrivals
+// over [0, duration)).
+//
+// Generated jobs: sizes are drawn uniformly from workload.sizes; fixed and
+// non-fixed requests are split into workload.components near-equal parts
+// (Split). A fixed request without fixed_clusters gets, per job, a seeded
+// choice of distinct clusters that can each hold their part and form no
+// unavailable pair.
+func (s *Scenario) Expand(env Env, o Overrides) (*Plan, error) {
+	sc := s.apply(o)
+	r, errs := sc.resolve(env)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	p := &Plan{
+		Name:             sc.Name,
+		Seed:             r.seed,
+		TimeScale:        r.timeScale,
+		Dilation:         r.dilation,
+		Clusters:         slices.Clone(r.clusters),
+		Links:            cloneMatrix(r.links),
+		Background:       slices.Clone(r.background),
+		Policy:           r.policy,
+		Duration:         r.duration,
+		NetUtilization:   r.netUtil,
+		MeanInterarrival: r.meanGap,
+	}
+	jobs := slices.Clone(r.explicit)
+	if r.duration == 0 {
+		for _, j := range jobs {
+			p.Duration = max(p.Duration, j.Submit)
+		}
+	}
+	if r.generate {
+		gen, err := r.generateJobs()
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, gen...)
+	} else {
+		p.MeanInterarrival, p.NetUtilization = 0, 0
+	}
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
+	for i := range jobs {
+		jobs[i].ID = fmt.Sprintf("j%04d", i+1)
+	}
+	p.Jobs = jobs
+	return p, nil
+}
+
+// generateJobs draws the Poisson arrivals of the workload.
+func (r *resolved) generateJobs() ([]Job, error) {
+	arr := newRand(r.seed, streamArrivals)
+	siz := newRand(r.seed, streamSizes)
+	pick := newRand(r.seed, streamClusters)
+	mean := r.meanGap.Seconds()
+	end := r.duration.Seconds()
+	var jobs []Job
+	t := 0.0
+	for {
+		t += arr.ExpFloat64() * mean
+		if t >= end || (r.maxJobs > 0 && len(jobs) >= r.maxJobs) {
+			break
+		}
+		if len(jobs) >= maxGenerated {
+			return nil, fmt.Errorf("workload generates more than %d jobs", maxGenerated)
+		}
+		size := r.sizes[siz.IntN(len(r.sizes))]
+		j := Job{
+			Submit:  secs(t),
+			App:     r.app,
+			Args:    cloneArgs(r.args),
+			Size:    size,
+			Request: r.request,
+			Files:   cloneFiles(r.files),
+		}
+		if r.request != Flexible {
+			parts := Split(size, r.components)
+			var at []int
+			switch {
+			case r.request == Fixed && r.fixed != nil:
+				at = r.fixed
+			case r.request == Fixed:
+				at = r.topo.assign(parts, pick.Perm(len(r.topo.names)))
+				if at == nil { // validation guarantees a choice exists
+					return nil, fmt.Errorf("workload: no cluster choice for a fixed job of %d nodes in %d components", size, r.components)
+				}
+			}
+			for k, part := range parts {
+				c := Component{Size: part}
+				if at != nil {
+					c.Cluster = r.topo.names[at[k]]
+				}
+				j.Components = append(j.Components, c)
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+func cloneArgs(a map[string]float64) map[string]float64 {
+	if a == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneMatrix(m netem.Matrix) netem.Matrix {
+	out := netem.Matrix{Clusters: slices.Clone(m.Clusters), Links: make([][]netem.Link, len(m.Links))}
+	for i := range m.Links {
+		out.Links[i] = slices.Clone(m.Links[i])
+	}
+	return out
+}
