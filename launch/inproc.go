@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,6 +17,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/kis"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/node"
+	"github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/actors/policy/placement"
 	"github.com/koala-emu/koala-emu/actors/runner"
 	"github.com/koala-emu/koala-emu/actors/scheduler"
@@ -162,7 +164,25 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 		return nil
 	}
 
-	probeAddrs := map[string]string{}
+	if err := spawn(scheduler.Props(scheduler.Config{
+		Policy: policy, Options: placement.Options{MaxClusters: plan.Policy.MaxClusters, CAMetric: plan.Policy.CAMetric},
+		ScanPeriod: plan.Policy.ScanPeriod, MaxTries: plan.Policy.PlacementTries, Clusters: clusterPIDs, Order: order, Env: env,
+	}), "scheduler"); err != nil {
+		return nil, err
+	}
+	unavailable := map[[2]string]bool{}
+	for i, a := range plan.Links.Clusters {
+		for j, b := range plan.Links.Clusters {
+			if plan.Links.Links[i][j].Unavailable {
+				unavailable[[2]string{a, b}] = true
+			}
+		}
+	}
+	ready := make(chan struct{})
+	if err := spawn(kis.Props(kis.Config{Order: order, Clusters: clusterPIDs, Unavailable: unavailable,
+		Scheduler: schedPID, ProbePeriod: plan.Policy.ProbePeriod, BandwidthBytes: opts.ProbeBytes, Ready: ready, Env: env}), "kis"); err != nil {
+		return nil, err
+	}
 	nodeCount := 0
 	for ci, c := range plan.Clusters {
 		var infos []cluster.NodeInfo
@@ -193,7 +213,6 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 			return nil, err
 		}
 		cleanup = append(cleanup, pr.Close)
-		probeAddrs[c.Name] = pr.Addr()
 		var bg *cluster.Background
 		if b := plan.Background[ci]; b.Max > 0 {
 			bg = cluster.NewBackground(b.Min, b.Max, b.MeanJob, b.MaxJobNodes, uint64(plan.Seed)+uint64(ci)+1)
@@ -202,25 +221,6 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 			"cluster-"+c.Name); err != nil {
 			return nil, err
 		}
-	}
-	if err := spawn(scheduler.Props(scheduler.Config{
-		Policy: policy, Options: placement.Options{MaxClusters: plan.Policy.MaxClusters, CAMetric: plan.Policy.CAMetric},
-		ScanPeriod: plan.Policy.ScanPeriod, MaxTries: plan.Policy.PlacementTries, Clusters: clusterPIDs, Order: order, Env: env,
-	}), "scheduler"); err != nil {
-		return nil, err
-	}
-	unavailable := map[[2]string]bool{}
-	for i, a := range plan.Links.Clusters {
-		for j, b := range plan.Links.Clusters {
-			if plan.Links.Links[i][j].Unavailable {
-				unavailable[[2]string{a, b}] = true
-			}
-		}
-	}
-	ready := make(chan struct{})
-	if err := spawn(kis.Props(kis.Config{Order: order, Clusters: clusterPIDs, ProbeAddrs: probeAddrs, Unavailable: unavailable,
-		Scheduler: schedPID, ProbePeriod: plan.Policy.ProbePeriod, BandwidthBytes: opts.ProbeBytes, Ready: ready, Env: env}), "kis"); err != nil {
-		return nil, err
 	}
 	fmt.Fprintf(progress, "inproc: %d clusters, %d node actors, scheduler, information service; probing links...\n", len(plan.Clusters), nodeCount)
 	select {
@@ -345,4 +345,37 @@ func fmtDur(d time.Duration) string {
 	m := (d % time.Hour) / time.Minute
 	s := (d % time.Minute) / time.Second
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
+}
+
+// ScenarioEnv tells the scenarios package which applications and placement
+// policies exist and how long an application takes on one cluster.
+func ScenarioEnv() scenarios.Env {
+	env := scenarios.Env{
+		Apps:     apps.Names(),
+		Policies: placement.Names(),
+		Nominal: func(app string, nodes int) (time.Duration, error) {
+			a, err := apps.Lookup(app)
+			if err != nil {
+				return 0, err
+			}
+			return a.Nominal(nodes), nil
+		},
+		Profiles: map[string]scenarios.ProfileBounds{},
+	}
+	for _, n := range malleability.ProfileNames() {
+		p, ok := malleability.LookupProfile(n)
+		if !ok {
+			continue
+		}
+		env.Profiles[n] = scenarios.ProfileBounds{Min: p.Min, Max: p.Max, PowerOfTwo: p.PowerOfTwo}
+	}
+	for n := range malleability.Approaches() {
+		env.Approaches = append(env.Approaches, n)
+	}
+	for n := range malleability.Registry() {
+		env.MalleabilityPolicies = append(env.MalleabilityPolicies, n)
+	}
+	sort.Strings(env.Approaches)
+	sort.Strings(env.MalleabilityPolicies)
+	return env
 }

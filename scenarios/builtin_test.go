@@ -26,7 +26,7 @@ func TestBuiltinsListed(t *testing.T) {
 	if got := Builtins(); !slices.Equal(got, want) {
 		t.Fatalf("Builtins() = %v, files %v", got, want)
 	}
-	for _, name := range []string{"das3-smoke", "das3-coalloc", "das3-coalloc-delft", "cluster-count"} {
+	for _, name := range []string{"das3-smoke", "das3-coalloc", "das3-coalloc-delft", "cluster-count", "das3-malleable-pra", "das3-malleable-pwa", "das3-malleable-smoke"} {
 		if !slices.Contains(want, name) {
 			t.Errorf("built-in %s missing", name)
 		}

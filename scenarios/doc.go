@@ -7,6 +7,16 @@
 // target net utilisation, drawn from the scenario's seed), the background
 // load bands and the scheduler policy settings.
 //
+// Malleability (SPEC §4): workload.applications mixes the generated jobs'
+// applications uniformly, workload.malleable makes a seeded share of them
+// malleable within per-application bounds (explicit jobs take malleable, min
+// and max), and policy.malleability configures the malleability manager
+// (approach, policy, thresholds), which then replaces the co-allocating
+// scheduler. Such scenarios model every processor as a single-processor node
+// (processors: 1), so job sizes count processors. What the package must know
+// of the applications' profiles comes in through Env, so that it depends on
+// no actor package.
+//
 // Every duration in a Plan is scenario time. The runtime converts to wall
 // time with the scenario's time scale and dilation; Plan.Links is the
 // undilated matrix (apply netem.Link.Dilate at run time).

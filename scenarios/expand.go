@@ -16,6 +16,10 @@ const (
 	streamArrivals uint64 = 0x6172726976616c73 // "arrivals"
 	streamSizes    uint64 = 0x73697a6573000000 // "sizes"
 	streamClusters uint64 = 0x636c757374657273 // "clusters"
+	streamApps     uint64 = 0x6170707300000000 // "apps"
+	// streamMalleable decides which generated jobs are malleable, so that
+	// workload.malleable.fraction moves nothing else.
+	streamMalleable uint64 = 0x6d616c6c6561626c // "malleabl"
 )
 
 func newRand(seed int64, stream uint64) *rand.Rand {
@@ -32,10 +36,18 @@ func newRand(seed int64, stream uint64) *rand.Rand {
 // (Split). A fixed request without fixed_clusters gets, per job, a seeded
 // choice of distinct clusters that can each hold their part and form no
 // unavailable pair.
+//
+// With workload.applications, each generated job draws its application
+// uniformly from the list. With workload.malleable, each generated job is
+// malleable with probability fraction (one uniform draw per job from a
+// stream of its own, so a job malleable at fraction f stays malleable at any
+// larger fraction), bounded by the application's resolved bounds; the others
+// are rigid jobs of the same size. Changing the fraction does not move the
+// arrivals, the sizes or the applications.
 func (s *Scenario) Expand(env Env, o Overrides) (*Plan, error) {
-	sc := s.apply(o)
+	sc, oerrs := s.apply(o)
 	r, errs := sc.resolve(env)
-	if len(errs) > 0 {
+	if errs = append(oerrs, errs...); len(errs) > 0 {
 		return nil, errs
 	}
 	p := &Plan{
@@ -79,6 +91,17 @@ func (r *resolved) generateJobs() ([]Job, error) {
 	arr := newRand(r.seed, streamArrivals)
 	siz := newRand(r.seed, streamSizes)
 	pick := newRand(r.seed, streamClusters)
+	apps := newRand(r.seed, streamApps)
+	mall := newRand(r.seed, streamMalleable)
+	// Under the malleability manager a fixed job's cluster must hold the
+	// job within KOALA's share of it.
+	place := r.topo
+	if r.policy.Malleability != nil {
+		place.nodes = make([]int, len(r.topo.nodes))
+		for i := range place.nodes {
+			place.nodes[i] = r.capOf(i)
+		}
+	}
 	mean := r.meanGap.Seconds()
 	end := r.duration.Seconds()
 	var jobs []Job
@@ -92,13 +115,21 @@ func (r *resolved) generateJobs() ([]Job, error) {
 			return nil, fmt.Errorf("workload generates more than %d jobs", maxGenerated)
 		}
 		size := r.sizes[siz.IntN(len(r.sizes))]
+		app := r.app
+		if len(r.apps) > 0 {
+			app = r.apps[apps.IntN(len(r.apps))]
+		}
 		j := Job{
 			Submit:  secs(t),
-			App:     r.app,
+			App:     app,
 			Args:    cloneArgs(r.args),
 			Size:    size,
 			Request: r.request,
 			Files:   cloneFiles(r.files),
+		}
+		if r.malleable && mall.Float64() < r.fraction {
+			b := r.bounds[app] // validation resolved the bounds of every generated application
+			j.Malleable, j.Min, j.Max = true, b.Min, b.Max
 		}
 		if r.request != Flexible {
 			parts := Split(size, r.components)
@@ -107,7 +138,7 @@ func (r *resolved) generateJobs() ([]Job, error) {
 			case r.request == Fixed && r.fixed != nil:
 				at = r.fixed
 			case r.request == Fixed:
-				at = r.topo.assign(parts, pick.Perm(len(r.topo.names)))
+				at = place.assign(parts, pick.Perm(len(r.topo.names)))
 				if at == nil { // validation guarantees a choice exists
 					return nil, fmt.Errorf("workload: no cluster choice for a fixed job of %d nodes in %d components", size, r.components)
 				}

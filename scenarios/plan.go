@@ -60,6 +60,12 @@ type Job struct {
 	// with an empty Cluster; for flexible, empty.
 	Components []Component
 	Files      []File
+	// Malleable jobs grow and shrink between Min and Max processors (the
+	// scenario's bounds intersected with the application's profile, rounded
+	// inwards to powers of two for a power-of-two application); Size is the
+	// initial size. Min and Max are 0 for rigid jobs.
+	Malleable bool
+	Min, Max  int
 }
 
 // Component is one part of a job. Cluster is empty for non-fixed requests.
@@ -91,6 +97,34 @@ type Policy struct {
 	StartupDelay   time.Duration
 	ProbePeriod    time.Duration
 	PlacementTries int
+	// Malleability is the malleability manager's configuration; nil: no
+	// malleability manager (the co-allocating scheduler runs).
+	Malleability *Malleability
+}
+
+// Malleability configures the malleability manager (SPEC §4).
+type Malleability struct {
+	Approach string // pra | pwa
+	Policy   string // fpsma | egs
+	// Threshold is the fraction of every cluster's processors KOALA may hold
+	// (1: no cap); Thresholds overrides it for the clusters it names (nil
+	// when none does).
+	Threshold  float64
+	Thresholds map[string]float64
+	PollPeriod time.Duration
+	// OpTimeout: how long the manager waits for a grow or shrink to be
+	// acknowledged.
+	OpTimeout time.Duration
+	// MaxTries: rounds a waiting job may wait before it fails (0: never).
+	MaxTries int
+}
+
+// ThresholdOf returns the threshold of a cluster.
+func (m *Malleability) ThresholdOf(cluster string) float64 {
+	if t, ok := m.Thresholds[cluster]; ok {
+		return t
+	}
+	return m.Threshold
 }
 
 // Request types.
@@ -126,31 +160,84 @@ func (p *Plan) Cluster(name string) (Cluster, bool) {
 }
 
 // Env is what validation and expansion need to know about the rest of the
-// emulator. A nil Apps or Policies list skips that check; Nominal is needed
-// only by arrivals given as a net utilisation.
+// emulator. A nil list (or map) skips the checks that use it; Nominal is
+// needed only by arrivals given as a net utilisation.
 type Env struct {
 	// Apps are the known application names.
 	Apps []string
 	// Policies are the known placement policy names.
 	Policies []string
+	// MalleableApps are the applications that can resize (ft, nbody).
+	MalleableApps []string
+	// Profiles are the malleability profiles' size bounds by application.
+	// Without a profile (nil map), a malleable application's bounds must be
+	// given in the scenario.
+	Profiles map[string]ProfileBounds
+	// Approaches are the malleability manager's job-management approaches
+	// (pra, pwa); MalleabilityPolicies its policies (fpsma, egs).
+	Approaches           []string
+	MalleabilityPolicies []string
 	// Nominal is an application's execution time on nodes nodes of one
 	// cluster at speed 1, used to turn a net utilisation into a mean
 	// inter-arrival time.
 	Nominal func(app string, nodes int) (time.Duration, error)
 }
 
+// ProfileBounds is what validation needs of an application's malleability
+// profile: the sizes it runs on.
+type ProfileBounds struct {
+	Min, Max   int
+	PowerOfTwo bool // FT: powers of two only
+}
+
 // Overrides replace scenario values at expansion (command-line flags).
-// Nil fields keep the scenario's value.
+// Nil fields keep the scenario's value. The malleability overrides need the
+// block they change (policy.malleability, workload.malleable) in the
+// scenario; Expand reports an error otherwise.
 type Overrides struct {
 	Seed      *int64
 	TimeScale *float64
 	Placement *string
 	Dilation  *float64
+	// MalleabilityPolicy replaces policy.malleability.policy.
+	MalleabilityPolicy *string
+	// Approach replaces policy.malleability.approach.
+	Approach *string
+	// MalleableFraction replaces workload.malleable.fraction (W_mr: 0.5).
+	MalleableFraction *float64
 }
 
-// apply returns a copy of s with the overrides in place; s is not changed.
-func (s *Scenario) apply(o Overrides) *Scenario {
+// apply returns a copy of s with the overrides in place, and the overrides
+// that have nothing to change; s is not changed.
+func (s *Scenario) apply(o Overrides) (*Scenario, Errors) {
 	c := *s
+	var errs Errors
+	if o.MalleabilityPolicy != nil || o.Approach != nil {
+		if s.Policy.Malleability == nil {
+			errs = append(errs, FieldError{Path: "policy.malleability",
+				Msg: "the approach and malleability policy overrides need a policy.malleability block in the scenario"})
+		} else {
+			m := *s.Policy.Malleability
+			if o.MalleabilityPolicy != nil {
+				m.Policy = *o.MalleabilityPolicy
+			}
+			if o.Approach != nil {
+				m.Approach = *o.Approach
+			}
+			c.Policy.Malleability = &m
+		}
+	}
+	if o.MalleableFraction != nil {
+		if s.Workload.Malleable == nil {
+			errs = append(errs, FieldError{Path: "workload.malleable",
+				Msg: "the malleable fraction override needs a workload.malleable block in the scenario"})
+		} else {
+			m := *s.Workload.Malleable
+			v := *o.MalleableFraction
+			m.Fraction = &v
+			c.Workload.Malleable = &m
+		}
+	}
 	if o.Seed != nil {
 		v := *o.Seed
 		c.Seed = &v
@@ -166,5 +253,5 @@ func (s *Scenario) apply(o Overrides) *Scenario {
 	if o.Placement != nil {
 		c.Policy.Placement = *o.Placement
 	}
-	return &c
+	return &c, errs
 }

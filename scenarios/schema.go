@@ -83,10 +83,17 @@ type PairSpec struct {
 // WorkloadSpec is the job stream: generated Poisson arrivals, explicit jobs,
 // or both, plus the background load of local users.
 type WorkloadSpec struct {
-	// Application of generated jobs and default of explicit jobs.
-	Application string             `yaml:"application"`
-	Args        map[string]float64 `yaml:"args,omitempty"`
-	InputFiles  []FileSpec         `yaml:"input_files,omitempty"`
+	// Application of generated jobs and default of explicit jobs. Required
+	// when arrivals are given without applications, or when an explicit job
+	// names no application.
+	Application string `yaml:"application,omitempty"`
+	// Applications: generated jobs draw their application uniformly from
+	// this list (a seeded stream of its own). The alternative to
+	// application; giving both is an error, and explicit jobs then name
+	// their application.
+	Applications []string           `yaml:"applications,omitempty"`
+	Args         map[string]float64 `yaml:"args,omitempty"`
+	InputFiles   []FileSpec         `yaml:"input_files,omitempty"`
 	// Arrivals enables generated jobs; absent means explicit jobs only.
 	Arrivals *ArrivalSpec `yaml:"arrivals,omitempty"`
 	// DurationS is the submission window [0, duration) in scenario seconds.
@@ -104,7 +111,29 @@ type WorkloadSpec struct {
 	// absent: a seeded choice of distinct clusters per job.
 	FixedClusters []string        `yaml:"fixed_clusters,omitempty"`
 	Background    *BackgroundSpec `yaml:"background,omitempty"`
-	Jobs          []JobSpec       `yaml:"jobs,omitempty"`
+	// Malleable makes generated jobs malleable (absent: none is) and gives
+	// the per-application bounds of malleable jobs.
+	Malleable *MalleableSpec `yaml:"malleable,omitempty"`
+	Jobs      []JobSpec      `yaml:"jobs,omitempty"`
+}
+
+// MalleableSpec is the malleable share of the generated jobs and the bounds
+// of malleable jobs per application.
+type MalleableSpec struct {
+	// Fraction in [0, 1] of the generated jobs that are malleable (default
+	// 1): W_m = 1, W_mr = 0.5. Drawn per job from a seeded stream of its
+	// own, so arrivals, sizes and applications do not move when it changes.
+	// The other jobs are rigid, of the same size.
+	Fraction *float64 `yaml:"fraction,omitempty"`
+	// Bounds per application name, in processors; an absent bound (or
+	// application) takes the application's profile bound.
+	Bounds map[string]BoundsSpec `yaml:"bounds,omitempty"`
+}
+
+// BoundsSpec bounds the size of a malleable job, in processors.
+type BoundsSpec struct {
+	Min *int `yaml:"min,omitempty"`
+	Max *int `yaml:"max,omitempty"`
 }
 
 // FileSpec is an input file and the clusters that hold a replica of it.
@@ -149,6 +178,11 @@ type JobSpec struct {
 	Args map[string]float64 `yaml:"args,omitempty"`
 	// InputFiles default to workload.input_files.
 	InputFiles []FileSpec `yaml:"input_files,omitempty"`
+	// Malleable makes the job malleable; Min and Max (processors) default to
+	// workload.malleable.bounds of its application, then to its profile.
+	Malleable bool `yaml:"malleable,omitempty"`
+	Min       *int `yaml:"min,omitempty"`
+	Max       *int `yaml:"max,omitempty"`
 }
 
 // ComponentSpec is one component of an explicit job.
@@ -176,6 +210,29 @@ type PolicySpec struct {
 	// ProbePeriodS is the information service's network probe period,
 	// default 300 s.
 	ProbePeriodS *float64 `yaml:"probe_period_s,omitempty"`
+	// Malleability, when present, runs the malleability manager in place of
+	// the co-allocating scheduler.
+	Malleability *MalleabilitySpec `yaml:"malleability,omitempty"`
+}
+
+// MalleabilitySpec configures the malleability manager (SPEC §4).
+type MalleabilitySpec struct {
+	// Approach is the job-management approach: pra or pwa.
+	Approach string `yaml:"approach"`
+	// Policy is the malleability policy: fpsma or egs.
+	Policy string `yaml:"policy"`
+	// Threshold in (0, 1] is the fraction of every cluster's processors
+	// KOALA may hold (default 1: no cap).
+	Threshold *float64 `yaml:"threshold,omitempty"`
+	// Thresholds override Threshold per included cluster.
+	Thresholds map[string]float64 `yaml:"thresholds,omitempty"`
+	// PollPeriodS is the time between decision rounds, default 30 s.
+	PollPeriodS *float64 `yaml:"poll_period_s,omitempty"`
+	// OpTimeoutS bounds how long the manager waits for a grow or shrink to
+	// be acknowledged, default 3600 s.
+	OpTimeoutS *float64 `yaml:"op_timeout_s,omitempty"`
+	// MaxTries fails a waiting job after that many rounds (default 0: never).
+	MaxTries *int `yaml:"max_tries,omitempty"`
 }
 
 // Load reads and parses a scenario file strictly (see Parse).

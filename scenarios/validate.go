@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"slices"
 	"sort"
@@ -26,7 +27,17 @@ const (
 	DefaultCAMetric       = "latency"
 	DefaultBackgroundJob  = 900 * time.Second
 	DefaultBackgroundMax  = 8 // nodes per local job
+
+	// Malleability (policy.malleability, workload.malleable).
+	DefaultThreshold         = 1.0
+	DefaultPollPeriod        = 30 * time.Second
+	DefaultOpTimeout         = time.Hour
+	DefaultMalleableFraction = 1.0
 )
+
+// MalleabilityPlacement is the only placement policy the malleability
+// manager uses: Worst Fit on one cluster.
+const MalleabilityPlacement = "wf"
 
 // maxGenerated bounds the number of generated jobs of one scenario, so that
 // a mistyped rate fails instead of exhausting memory.
@@ -52,6 +63,7 @@ type resolved struct {
 	background          []Background
 
 	app        string
+	apps       []string // workload.applications, or nil
 	args       map[string]float64
 	files      []File
 	request    string
@@ -64,6 +76,12 @@ type resolved struct {
 	duration   time.Duration
 	maxJobs    int
 	explicit   []Job // IDs not yet assigned
+
+	malleable bool    // workload.malleable given
+	fraction  float64 // malleable share of generated jobs
+	// bounds of malleable jobs per application: workload.malleable.bounds
+	// and, for generated applications, the profiles' bounds.
+	bounds map[string]ProfileBounds
 }
 
 // topo is the included platform as the feasibility checks see it.
@@ -515,8 +533,229 @@ func (v *validator) policy(s *Scenario, env Env, r *resolved) {
 		}
 		p.ProbePeriod = secs(*ps.ProbePeriodS)
 	}
+	p.Malleability = v.malleability(s, env, r)
 	r.policy = p
 	r.topo.cap = max(ps.MaxClusters, 0)
+}
+
+// malleability validates policy.malleability and what it requires of the
+// rest of the policy and of the topology; nil when the block is absent.
+func (v *validator) malleability(s *Scenario, env Env, r *resolved) *Malleability {
+	ms := s.Policy.Malleability
+	if ms == nil {
+		return nil
+	}
+	const p = "policy.malleability"
+	m := &Malleability{Approach: ms.Approach, Policy: ms.Policy, Threshold: DefaultThreshold,
+		PollPeriod: DefaultPollPeriod, OpTimeout: DefaultOpTimeout}
+	switch {
+	case ms.Approach == "":
+		v.add(p+".approach", "is required%s", knownSuffix(env.Approaches))
+	case !known(env.Approaches, ms.Approach):
+		v.add(p+".approach", "unknown approach %q (known: %s)", ms.Approach, sortedList(env.Approaches))
+	}
+	switch {
+	case ms.Policy == "":
+		v.add(p+".policy", "is required%s", knownSuffix(env.MalleabilityPolicies))
+	case !known(env.MalleabilityPolicies, ms.Policy):
+		v.add(p+".policy", "unknown malleability policy %q (known: %s)", ms.Policy, sortedList(env.MalleabilityPolicies))
+	}
+	if ms.Threshold != nil {
+		if t := *ms.Threshold; !finite(t) || t <= 0 || t > 1 {
+			v.add(p+".threshold", "must be in (0, 1], got %g", t)
+		} else {
+			m.Threshold = t // an invalid one would make every size look too large
+		}
+	}
+	for _, k := range sortedKeys(ms.Thresholds) {
+		tp := p + ".thresholds." + k
+		t := ms.Thresholds[k]
+		good := v.clusterRef(tp, k, s, r) >= 0
+		if !finite(t) || t <= 0 || t > 1 {
+			v.add(tp, "must be in (0, 1], got %g", t)
+			good = false
+		}
+		if good {
+			if m.Thresholds == nil {
+				m.Thresholds = map[string]float64{}
+			}
+			m.Thresholds[k] = t
+		}
+	}
+	if ms.PollPeriodS != nil {
+		if x := *ms.PollPeriodS; !finite(x) || x <= 0 {
+			v.add(p+".poll_period_s", "must be greater than 0, got %g", x)
+		}
+		m.PollPeriod = secs(*ms.PollPeriodS)
+	}
+	if ms.OpTimeoutS != nil {
+		if x := *ms.OpTimeoutS; !finite(x) || x <= 0 {
+			v.add(p+".op_timeout_s", "must be greater than 0, got %g", x)
+		}
+		m.OpTimeout = secs(*ms.OpTimeoutS)
+	}
+	if ms.MaxTries != nil {
+		if *ms.MaxTries < 0 {
+			v.add(p+".max_tries", "must not be negative (0 means never), got %d", *ms.MaxTries)
+		}
+		m.MaxTries = *ms.MaxTries
+	}
+	if pl := s.Policy.Placement; pl != "" && pl != MalleabilityPlacement {
+		v.add("policy.placement", "%q: the malleability manager places every job by Worst Fit on one cluster; use %s with policy.malleability",
+			pl, MalleabilityPlacement)
+	}
+	// One rank per processor: the runner manages a malleable job as a set of
+	// single-processor allocations, so every node is one processor.
+	for i, c := range s.Topology.Clusters {
+		if r.topo.index(c.Name) < 0 {
+			continue
+		}
+		if n := DefaultProcessors; c.Processors == nil || *c.Processors != 1 {
+			if c.Processors != nil {
+				n = *c.Processors
+			}
+			v.add(fmt.Sprintf("topology.clusters[%d].processors", i),
+				"must be 1 with policy.malleability (every processor is a single-processor node; sizes count processors), got %d", n)
+		}
+	}
+	return m
+}
+
+func knownSuffix(list []string) string {
+	if list == nil {
+		return ""
+	}
+	return " (known: " + sortedList(list) + ")"
+}
+
+// capOf is the number of processors KOALA may hold on included cluster i:
+// floor(threshold x processors), with processors = nodes (processors: 1).
+func (r *resolved) capOf(i int) int {
+	t := DefaultThreshold
+	if m := r.policy.Malleability; m != nil {
+		t = m.ThresholdOf(r.topo.names[i])
+	}
+	// The epsilon keeps 0.8 x 100 from flooring to 79.
+	return int(math.Floor(t*float64(r.topo.nodes[i]) + 1e-9))
+}
+
+// capFits checks that a job of size processors fits what KOALA may hold on
+// one cluster: cluster at, or any included cluster when at < 0.
+func (r *resolved) capFits(size, at int) string {
+	if at >= 0 {
+		if c := r.capOf(at); size > c {
+			return fmt.Sprintf("%d exceeds the %d processors KOALA may hold on %s (threshold x %d processors)", size, c, r.topo.names[at], r.topo.nodes[at])
+		}
+		return ""
+	}
+	caps := make([]string, len(r.topo.names))
+	for i, n := range r.topo.names {
+		if size <= r.capOf(i) {
+			return ""
+		}
+		caps[i] = fmt.Sprintf("%s %d", n, r.capOf(i))
+	}
+	return fmt.Sprintf("%d exceeds what KOALA may hold on every included cluster (floor(threshold x processors): %s); the malleability manager does not co-allocate",
+		size, strings.Join(caps, ", "))
+}
+
+// String renders the sizes: "2..46" or "2..32, powers of two".
+func (b ProfileBounds) String() string {
+	if b.PowerOfTwo {
+		return fmt.Sprintf("%d..%d, powers of two", b.Min, b.Max)
+	}
+	return fmt.Sprintf("%d..%d", b.Min, b.Max)
+}
+
+// Valid reports whether a job may run on n processors.
+func (b ProfileBounds) Valid(n int) bool {
+	return n >= b.Min && n <= b.Max && (!b.PowerOfTwo || isPow2(n))
+}
+
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// floorPow2 is the largest power of two <= n (0 for n < 1).
+func floorPow2(n int) int {
+	if n < 1 {
+		return 0
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// ceilPow2 is the smallest power of two >= n (1 for n < 1).
+func ceilPow2(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// resizable checks that app can run as a malleable job: it resizes and has
+// a profile (each check skipped when env does not list them).
+func (v *validator) resizable(path, app string, env Env) bool {
+	if !known(env.MalleableApps, app) {
+		v.add(path, "application %q cannot resize (malleable applications: %s)", app, sortedList(env.MalleableApps))
+		return false
+	}
+	if env.Profiles != nil {
+		if _, ok := env.Profiles[app]; !ok {
+			v.add(path, "application %q has no malleability profile (profiles: %s)", app, strings.Join(sortedKeys(env.Profiles), ", "))
+			return false
+		}
+	}
+	return true
+}
+
+// sizeBounds resolves the bounds of a malleable job of app: min and max
+// (each absent one taken from def, else from the profile), intersected with
+// the profile's bounds and rounded inwards to powers of two for a
+// power-of-two application. Errors go to path.min, path.max and path.
+func (v *validator) sizeBounds(path, app string, lo, hi *int, def *ProfileBounds, env Env) (ProfileBounds, bool) {
+	prof, hasProf := env.Profiles[app]
+	var b ProfileBounds
+	switch {
+	case def != nil:
+		b = *def
+	case hasProf:
+		b = prof
+	}
+	ok := true
+	for _, e := range []struct {
+		field string
+		given *int
+		dst   *int
+	}{{"min", lo, &b.Min}, {"max", hi, &b.Max}} {
+		switch {
+		case e.given != nil:
+			*e.dst = *e.given
+			if *e.given < 1 {
+				v.add(path+"."+e.field, "must be at least 1, got %d", *e.given)
+				ok = false
+			}
+		case def == nil && !hasProf:
+			v.add(path+"."+e.field, "is required: no malleability profile of %s gives a default", app)
+			ok = false
+		}
+	}
+	if !ok {
+		return b, false
+	}
+	if b.Max < b.Min {
+		v.add(path+".max", "must not be below min (%d), got %d", b.Min, b.Max)
+		return b, false
+	}
+	if hasProf {
+		want := b
+		b = ProfileBounds{Min: max(b.Min, prof.Min), Max: min(b.Max, prof.Max), PowerOfTwo: prof.PowerOfTwo}
+		if b.PowerOfTwo {
+			b.Min, b.Max = ceilPow2(b.Min), floorPow2(b.Max)
+		}
+		if b.Min > b.Max {
+			v.add(path, "[%d, %d] leaves no size %s can run on (its profile: %s)", want.Min, want.Max, app, prof)
+			return b, false
+		}
+	}
+	return b, true
 }
 
 func (v *validator) app(path, name string, env Env) {
@@ -635,7 +874,43 @@ func joinInts(xs []int) string {
 
 func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 	w := &s.Workload
-	v.app("workload.application", w.Application, env)
+	mall := r.policy.Malleability != nil
+	// The applications of generated jobs: application or applications.
+	var genApps []string // known names only
+	var genPaths []string
+	switch {
+	case w.Application != "" && w.Applications != nil:
+		v.add("workload.applications", "give application or applications, not both")
+	case w.Applications != nil:
+		if len(w.Applications) == 0 {
+			v.add("workload.applications", "must name at least one application (leave it out to use application)")
+		}
+		if w.Arrivals == nil {
+			v.add("workload.applications", "applies to generated jobs (give arrivals); explicit jobs name their application")
+		}
+		seen := map[string]int{}
+		for i, a := range w.Applications {
+			ap := fmt.Sprintf("workload.applications[%d]", i)
+			if first, dup := seen[a]; dup {
+				v.add(ap, "application %q named twice (also workload.applications[%d]); the mix is uniform", a, first)
+				continue
+			}
+			seen[a] = i
+			n0 := len(v.errs)
+			if v.app(ap, a, env); len(v.errs) == n0 {
+				genApps, genPaths = append(genApps, a), append(genPaths, ap)
+			}
+		}
+		r.apps = w.Applications
+	case w.Application != "":
+		n0 := len(v.errs)
+		v.app("workload.application", w.Application, env)
+		if len(v.errs) == n0 {
+			genApps, genPaths = []string{w.Application}, []string{"workload.application"}
+		}
+	case w.Arrivals != nil:
+		v.add("workload.application", "is required for generated jobs (or give applications)")
+	}
 	r.app = w.Application
 	v.args("workload.args", w.Args)
 	r.args = w.Args
@@ -661,8 +936,11 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 			v.add("workload.components", "%d components exceed policy.max_clusters %d", r.components, r.topo.cap)
 		}
 	}
+	if mall && r.components > 1 && r.request != Flexible {
+		v.add("workload.components", "must be 1 with policy.malleability: the malleability manager does not co-allocate, got %d", r.components)
+	}
 	componentsOK := r.components >= 1 && (!topoOK || r.components <= len(r.topo.names)) &&
-		(r.topo.cap == 0 || r.components <= r.topo.cap)
+		(r.topo.cap == 0 || r.components <= r.topo.cap) && (!mall || r.components == 1)
 
 	fixedOK := true
 	if w.FixedClusters != nil {
@@ -721,7 +999,16 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 		if !topoOK || !componentsOK || !slices.Contains(requestKinds, r.request) {
 			continue
 		}
-		if r.fixed != nil {
+		if mall {
+			at := -1
+			if r.fixed != nil {
+				at = r.fixed[0]
+			}
+			if msg := r.capFits(size, at); msg != "" {
+				v.add(p, "%s", msg)
+				sizesOK = false
+			}
+		} else if r.fixed != nil {
 			for k, part := range Split(size, r.components) {
 				if part > r.topo.nodes[r.fixed[k]] {
 					v.add(p, "%d exceeds the largest possible allocation: component %d (%d nodes) does not fit %s (%d nodes)",
@@ -736,6 +1023,7 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 		}
 	}
 	r.sizes = w.Sizes
+	v.malleableWorkload(s, env, r, genApps, genPaths)
 	if a := w.Arrivals; a != nil {
 		r.generate = true
 		if len(w.Sizes) == 0 {
@@ -765,28 +1053,32 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 				v.add("workload.arrivals.net_utilization", "needs the applications' nominal execution times, which this environment does not provide")
 				break
 			}
-			if !sizesOK || !topoOK || w.Application == "" || !known(env.Apps, w.Application) {
+			if !sizesOK || !topoOK || len(genApps) == 0 || len(genApps) != max(len(w.Applications), 1) {
 				break // reported elsewhere
 			}
-			// M = E[size x T(size)] / (rho x total nodes), E over the uniform size set.
+			// M = E[size x T(app, size)] / (rho x total nodes), E over the
+			// uniform application and size sets (malleable jobs at their
+			// initial size).
 			var work float64 // node-seconds
 			good := true
-			for i, size := range w.Sizes {
-				d, err := env.Nominal(w.Application, size)
-				if err != nil {
-					v.add(fmt.Sprintf("workload.sizes[%d]", i), "nominal time of %s on %d nodes: %v", w.Application, size, err)
-					good = false
-					continue
+			for _, app := range genApps {
+				for i, size := range w.Sizes {
+					d, err := env.Nominal(app, size)
+					if err != nil {
+						v.add(fmt.Sprintf("workload.sizes[%d]", i), "nominal time of %s on %d nodes: %v", app, size, err)
+						good = false
+						continue
+					}
+					if d <= 0 {
+						v.add(fmt.Sprintf("workload.sizes[%d]", i), "nominal time of %s on %d nodes is %v; it must be positive", app, size, d)
+						good = false
+						continue
+					}
+					work += float64(size) * d.Seconds()
 				}
-				if d <= 0 {
-					v.add(fmt.Sprintf("workload.sizes[%d]", i), "nominal time of %s on %d nodes is %v; it must be positive", w.Application, size, d)
-					good = false
-					continue
-				}
-				work += float64(size) * d.Seconds()
 			}
 			if good {
-				work /= float64(len(w.Sizes))
+				work /= float64(len(w.Sizes) * len(genApps))
 				r.meanGap = secs(work / (rho * float64(r.topo.total())))
 				if r.meanGap <= 0 {
 					v.add("workload.arrivals.net_utilization", "gives a mean inter-arrival time of 0")
@@ -837,6 +1129,67 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 	}
 }
 
+// malleableWorkload validates workload.malleable: the fraction, the bounds
+// per application, and that the generated applications (genApps, located by
+// genPaths) can run malleable at every size of workload.sizes. It fills
+// r.malleable, r.fraction and r.bounds.
+func (v *validator) malleableWorkload(s *Scenario, env Env, r *resolved, genApps, genPaths []string) {
+	w := &s.Workload
+	r.bounds = map[string]ProfileBounds{}
+	mb := w.Malleable
+	if mb == nil {
+		return
+	}
+	r.malleable, r.fraction = true, DefaultMalleableFraction
+	if mb.Fraction != nil {
+		r.fraction = *mb.Fraction
+		if !finite(r.fraction) || r.fraction < 0 || r.fraction > 1 {
+			v.add("workload.malleable.fraction", "must be in [0, 1], got %g", r.fraction)
+			r.fraction = 0 // no further checks of the generated applications
+		}
+	}
+	for _, app := range sortedKeys(mb.Bounds) {
+		bp := "workload.malleable.bounds." + app
+		n0 := len(v.errs)
+		if v.app(bp, app, env); len(v.errs) > n0 || !v.resizable(bp, app, env) {
+			continue
+		}
+		b := mb.Bounds[app]
+		if eb, ok := v.sizeBounds(bp, app, b.Min, b.Max, nil, env); ok {
+			r.bounds[app] = eb
+		}
+	}
+	if r.fraction == 0 || w.Arrivals == nil {
+		return
+	}
+	if r.policy.Malleability == nil {
+		v.add("workload.malleable", "malleable jobs need policy.malleability (the malleability manager runs them)")
+	}
+	for k, app := range genApps {
+		if !v.resizable(genPaths[k], app, env) {
+			continue
+		}
+		if _, given := mb.Bounds[app]; given {
+			if _, ok := r.bounds[app]; !ok {
+				continue // reported above
+			}
+		} else {
+			eb, ok := v.sizeBounds("workload.malleable.bounds."+app, app, nil, nil, nil, env)
+			if !ok {
+				continue
+			}
+			r.bounds[app] = eb
+		}
+		b := r.bounds[app]
+		for i, size := range w.Sizes {
+			if size >= 1 && !b.Valid(size) {
+				v.add(fmt.Sprintf("workload.sizes[%d]", i), "%d is not a valid initial size of malleable %s (sizes %s; workload.malleable.fraction is %g)",
+					size, app, b, r.fraction)
+			}
+		}
+	}
+}
+
 func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved, topoOK bool) (Job, bool) {
 	w := &s.Workload
 	n0 := len(v.errs)
@@ -851,12 +1204,16 @@ func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved,
 	}
 	if js.Application != "" {
 		v.app(p+".application", js.Application, env)
+	} else if j.App == "" {
+		v.add(p+".application", "is required (workload.application gives no default)")
 	}
 	v.args(p+".args", js.Args)
-	// Args: the workload's (only for the same application) overlaid by the job's.
-	if j.App == w.Application && len(w.Args) > 0 || len(js.Args) > 0 {
+	// Args: the workload's (only for one of the workload's applications)
+	// overlaid by the job's.
+	workloadApp := j.App != "" && (j.App == w.Application || slices.Contains(w.Applications, j.App))
+	if workloadApp && len(w.Args) > 0 || len(js.Args) > 0 {
 		j.Args = map[string]float64{}
-		if j.App == w.Application {
+		if workloadApp {
 			for k, x := range w.Args {
 				j.Args[k] = x
 			}
@@ -901,12 +1258,24 @@ func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved,
 		v.add(p+".components", "%d components exceed policy.max_clusters %d", len(js.Components), r.topo.cap)
 	}
 
+	v.malleableJob(p, js, &j, s, env, r)
+	mall := r.policy.Malleability != nil
+	if mall && len(js.Components) > 1 {
+		v.add(p+".components", "the malleability manager places every job on one cluster (no co-allocation); give at most one component")
+	}
+
 	switch j.Request {
 	case Flexible:
 		if len(js.Components) > 0 {
 			v.add(p+".components", "a flexible request gives only its total size; the scheduler chooses the components")
 		}
-		if topoOK && j.Size >= 1 {
+		if mall {
+			if topoOK && j.Size >= 1 {
+				if msg := r.capFits(j.Size, -1); msg != "" {
+					v.add(p+".size", "%s", msg)
+				}
+			}
+		} else if topoOK && j.Size >= 1 {
 			if msg := r.fits(j.Size, Flexible, 1); msg != "" {
 				v.add(p+".size", "%s", msg)
 			}
@@ -926,7 +1295,13 @@ func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved,
 			parts[k] = c.Size
 		}
 		slices.SortFunc(parts, func(a, b int) int { return b - a })
-		if topoOK && len(v.errs) == n0 && r.topo.assign(parts, r.topo.inOrder()) == nil {
+		if mall {
+			if topoOK && len(v.errs) == n0 {
+				if msg := r.capFits(j.Size, -1); msg != "" {
+					v.add(p+".size", "%s", msg)
+				}
+			}
+		} else if topoOK && len(v.errs) == n0 && r.topo.assign(parts, r.topo.inOrder()) == nil {
 			v.add(p+".size", "%d exceeds the largest possible allocation: components of %s nodes fit no set of %d distinct clusters without an unavailable pair",
 				j.Size, joinInts(parts), len(parts))
 		}
@@ -945,6 +1320,10 @@ func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved,
 			seen[c.Cluster] = true
 			if idx[k] >= 0 && c.Size > r.topo.nodes[idx[k]] {
 				v.add(cp+".size", "%d exceeds the %d nodes of %s", c.Size, r.topo.nodes[idx[k]], c.Cluster)
+			} else if idx[k] >= 0 && mall && len(js.Components) == 1 {
+				if msg := r.capFits(c.Size, idx[k]); msg != "" {
+					v.add(cp+".size", "%s", msg)
+				}
 			}
 			j.Components = append(j.Components, Component{Cluster: c.Cluster, Size: c.Size})
 		}
@@ -955,6 +1334,42 @@ func (v *validator) job(p string, js JobSpec, s *Scenario, env Env, r *resolved,
 		}
 	}
 	return j, len(v.errs) == n0
+}
+
+// malleableJob validates the malleability fields of an explicit job and
+// sets j.Malleable, j.Min and j.Max.
+func (v *validator) malleableJob(p string, js JobSpec, j *Job, s *Scenario, env Env, r *resolved) {
+	if !js.Malleable {
+		if js.Min != nil {
+			v.add(p+".min", "applies to malleable jobs only (set malleable: true)")
+		}
+		if js.Max != nil {
+			v.add(p+".max", "applies to malleable jobs only (set malleable: true)")
+		}
+		return
+	}
+	if r.policy.Malleability == nil {
+		v.add(p+".malleable", "malleable jobs need policy.malleability (the malleability manager runs them)")
+	}
+	if j.App == "" || !known(env.Apps, j.App) || !v.resizable(p+".malleable", j.App, env) {
+		return
+	}
+	var def *ProfileBounds
+	if b, ok := r.bounds[j.App]; ok {
+		def = &b
+	} else if mb := s.Workload.Malleable; mb != nil {
+		if _, given := mb.Bounds[j.App]; given {
+			return // workload.malleable.bounds of this application is invalid, reported there
+		}
+	}
+	b, ok := v.sizeBounds(p, j.App, js.Min, js.Max, def, env)
+	if !ok {
+		return
+	}
+	if j.Size >= 1 && !b.Valid(j.Size) {
+		v.add(p+".size", "%d is not a valid initial size of malleable %s (sizes %s)", j.Size, j.App, b)
+	}
+	j.Malleable, j.Min, j.Max = true, b.Min, b.Max
 }
 
 func cloneFiles(fs []File) []File {

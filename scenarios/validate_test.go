@@ -8,12 +8,20 @@ import (
 	"time"
 )
 
-// fakeEnv knows the project's applications and placement policies; every
-// application takes 200 s on 32 nodes and scales perfectly.
+// fakeEnv knows the project's applications, placement policies and
+// malleability profiles, approaches and policies; every application takes
+// 200 s on 32 nodes and scales perfectly.
 func fakeEnv() Env {
 	return Env{
-		Apps:     []string{"prime", "poisson", "wave", "allgather", "ccr", "ft", "nbody"},
-		Policies: []string{"wf", "cf", "cm", "fcm", "ca"},
+		Apps:          []string{"prime", "poisson", "wave", "allgather", "ccr", "ft", "nbody"},
+		Policies:      []string{"wf", "cf", "cm", "fcm", "ca"},
+		MalleableApps: []string{"ft", "nbody"},
+		Profiles: map[string]ProfileBounds{
+			"ft":    {Min: 2, Max: 32, PowerOfTwo: true},
+			"nbody": {Min: 2, Max: 46},
+		},
+		Approaches:           []string{"pra", "pwa"},
+		MalleabilityPolicies: []string{"fpsma", "egs"},
 		Nominal: func(app string, nodes int) (time.Duration, error) {
 			if nodes < 1 {
 				return 0, fmt.Errorf("%s: %d nodes", app, nodes)

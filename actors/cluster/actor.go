@@ -150,7 +150,12 @@ func (m *manager) publish(ctx actor.Context) {
 		return
 	}
 	koala, local := m.nodes.Held()
+	probe := ""
+	if m.cfg.Prober != nil {
+		probe = m.cfg.Prober.Addr()
+	}
 	ctx.Send(m.cfg.KIS, &msg.ClusterStatus{
+		ProbeAddr:   probe,
 		Cluster:     m.cfg.Name,
 		Idle:        int32(m.nodes.Idle()),
 		Capacity:    int32(m.nodes.Capacity()),

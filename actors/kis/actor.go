@@ -10,11 +10,11 @@ import (
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
-// Config builds the information service.
+// Config builds the information service. It starts probing once every
+// cluster in Order has reported its status.
 type Config struct {
 	Order       []string              // clusters, in scenario order
 	Clusters    map[string]*actor.PID // cluster managers
-	ProbeAddrs  map[string]string     // cluster -> probe endpoint
 	Unavailable map[[2]string]bool    // pairs never to probe (both orders)
 	Scheduler   *actor.PID
 	ProbePeriod time.Duration // scenario time between probe rounds; 0 = once
@@ -30,6 +30,7 @@ type kis struct {
 	clusters  map[string]*msg.ClusterStatus
 	links     map[[2]string]*msg.LinkEstimate
 	pending   int
+	probing   bool
 	readyOnce sync.Once
 	cancel    func()
 	errors    int
@@ -46,11 +47,6 @@ func Props(cfg Config) *actor.Props {
 
 func (k *kis) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
-	case *actor.Started:
-		k.round(ctx)
-		if k.cfg.ProbePeriod > 0 {
-			k.cancel = k.cfg.Env.Every(k.cfg.ProbePeriod, ctx.Self(), func() interface{} { return &probeRound{} })
-		}
 	case *actor.Stopping:
 		if k.cancel != nil {
 			k.cancel()
@@ -63,6 +59,15 @@ func (k *kis) Receive(ctx actor.Context) {
 		k.clusters[x.Cluster] = x
 		if k.cfg.Scheduler != nil {
 			ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{x}})
+		}
+		// Probing starts once every cluster has reported, so every probe
+		// endpoint is up.
+		if !k.probing && len(k.clusters) == len(k.cfg.Order) {
+			k.probing = true
+			k.round(ctx)
+			if k.cfg.ProbePeriod > 0 {
+				k.cancel = k.cfg.Env.Every(k.cfg.ProbePeriod, ctx.Self(), func() interface{} { return &probeRound{} })
+			}
 		}
 	case *msg.ProbeResult:
 		k.pending--
@@ -97,7 +102,7 @@ func (k *kis) round(ctx actor.Context) {
 			if k.cfg.Unavailable[[2]string{src, dst}] || k.cfg.Unavailable[[2]string{dst, src}] {
 				continue
 			}
-			req.Targets = append(req.Targets, &msg.ProbeTarget{Cluster: dst, Addr: k.cfg.ProbeAddrs[dst]})
+			req.Targets = append(req.Targets, &msg.ProbeTarget{Cluster: dst, Addr: k.clusters[dst].GetProbeAddr()})
 		}
 		if len(req.Targets) == 0 {
 			continue

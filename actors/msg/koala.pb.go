@@ -862,6 +862,7 @@ type ClusterStatus struct {
 	KoalaBusy     int32                  `protobuf:"varint,5,opt,name=koala_busy,json=koalaBusy,proto3" json:"koala_busy,omitempty"` // nodes held by KOALA jobs
 	LocalQueued   int32                  `protobuf:"varint,6,opt,name=local_queued,json=localQueued,proto3" json:"local_queued,omitempty"`
 	AtS           float64                `protobuf:"fixed64,7,opt,name=at_s,json=atS,proto3" json:"at_s,omitempty"`
+	ProbeAddr     string                 `protobuf:"bytes,8,opt,name=probe_addr,json=probeAddr,proto3" json:"probe_addr,omitempty"` // where the cluster's probe endpoint listens
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -943,6 +944,13 @@ func (x *ClusterStatus) GetAtS() float64 {
 		return x.AtS
 	}
 	return 0
+}
+
+func (x *ClusterStatus) GetProbeAddr() string {
+	if x != nil {
+		return x.ProbeAddr
+	}
+	return ""
 }
 
 type LinkEstimate struct {
@@ -1995,7 +2003,7 @@ const file_koala_proto_rawDesc = "" +
 	"\vJobFinished\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xcd\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xec\x01\n" +
 	"\rClusterStatus\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
 	"\x04idle\x18\x02 \x01(\x05R\x04idle\x12\x1a\n" +
@@ -2005,7 +2013,9 @@ const file_koala_proto_rawDesc = "" +
 	"\n" +
 	"koala_busy\x18\x05 \x01(\x05R\tkoalaBusy\x12!\n" +
 	"\flocal_queued\x18\x06 \x01(\x05R\vlocalQueued\x12\x11\n" +
-	"\x04at_s\x18\a \x01(\x01R\x03atS\"\xa7\x01\n" +
+	"\x04at_s\x18\a \x01(\x01R\x03atS\x12\x1d\n" +
+	"\n" +
+	"probe_addr\x18\b \x01(\tR\tprobeAddr\"\xa7\x01\n" +
 	"\fLinkEstimate\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x1d\n" +

@@ -123,7 +123,14 @@ func (r *runner) Receive(ctx actor.Context) {
 	case *msg.NodeDown:
 		for _, m := range r.members {
 			if m.node == x.Node && m.done == nil {
-				r.fail(ctx, fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason))
+				reason := fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason)
+				if r.failure != "" && !strings.HasPrefix(r.failure, "node ") {
+					// A crashed node's peers usually lose their connections to it
+					// (and fail) before the membership declares it dead; the
+					// node failure is the cause, so it leads the reason.
+					r.failure = reason + " (first error: " + r.failure + ")"
+				}
+				r.fail(ctx, reason)
 				// the node will never report: count it as done
 				m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: "node down"}
 				r.doneN++

@@ -13,21 +13,20 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/koala-emu/koala-emu/actors/policy/placement"
 	"github.com/koala-emu/koala-emu/launch"
-	"github.com/koala-emu/koala-emu/nodes/apps"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
 const usage = `koala-emu: an emulator of multicluster grids (KOALA on DAS-3)
 
 usage:
-  koala-emu run SCENARIO [--backend inproc] [--out DIR] [--seed N] [--time-scale K] [--policy P] [--shaper S]
+  koala-emu run SCENARIO [--backend inproc|docker] [--out DIR] [--seed N] [--time-scale K] [--policy P] [--shaper S]
   koala-emu validate SCENARIO...
-  koala-emu calibrate SCENARIO [--backend inproc|netns] [--shaper auto|netem|htb|userspace] [--json]
+  koala-emu calibrate SCENARIO [--backend inproc|netns|docker] [--shaper auto|netem|htb|userspace] [--json]
   koala-emu study cluster-count [--apps a,b] [--interconnect myri10g|gbe|both] [--time-scale K] [--out DIR]
   koala-emu clean
   koala-emu scenarios
+  koala-emu node --role R --name N --ip A [--cluster C]   (container entrypoint of the docker backend)
 
 SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scenarios').
 `
@@ -67,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdStudy(ctx, args[1:], stdout, stderr)
 	case "clean":
 		return cmdClean(ctx, stdout)
+	case "node":
+		return cmdNode(ctx, args[1:], stderr)
 	case "scenarios":
 		for _, n := range scenarios.Builtins() {
 			fmt.Fprintln(stdout, n)
@@ -97,19 +98,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // env tells the scenarios package which applications and policies exist.
-func env() scenarios.Env {
-	return scenarios.Env{
-		Apps:     apps.Names(),
-		Policies: placement.Names(),
-		Nominal: func(app string, nodes int) (time.Duration, error) {
-			a, err := apps.Lookup(app)
-			if err != nil {
-				return 0, err
-			}
-			return a.Nominal(nodes), nil
-		},
-	}
-}
+func env() scenarios.Env { return launch.ScenarioEnv() }
 
 type overrideFlags struct {
 	seed      int64
@@ -186,7 +175,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "inproc":
 		res, err = launch.RunInproc(ctx, plan, opts)
 	case "docker":
-		return errors.New("backend docker: not available in this build yet (see README, docker backend)")
+		res, err = runDocker(ctx, plan, opts)
 	default:
 		return usageError{fmt.Sprintf("run: unknown backend %q (known: inproc, docker)", *backend)}
 	}

@@ -1,0 +1,424 @@
+package malleable
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/cluster"
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/clock"
+)
+
+// The fakes below stand in for node actors and applications: a fake node
+// answers StartRank, RankTable, ResizeRanks and AbortRank like the real one,
+// and a fakeApp per job makes the job's ranks pass safe points together,
+// driven by a ticker. A job's work is counted in processor-iterations
+// (args["work"], default 40): each safe point consumes one unit per rank, so
+// growing a job makes it end sooner. Resizes are collective: they apply at
+// the first safe point where every rank has received its ResizeRanks.
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// events collects every event of a run.
+type events struct {
+	mu  sync.Mutex
+	all []*msg.Event
+}
+
+func (e *events) props() *actor.Props {
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		if ev, ok := ctx.Message().(*msg.Event); ok {
+			e.mu.Lock()
+			e.all = append(e.all, ev)
+			e.mu.Unlock()
+		}
+	})
+}
+
+func (e *events) of(kind string) []*msg.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*msg.Event
+	for _, ev := range e.all {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (e *events) jobOf(kind, job string) []*msg.Event {
+	var out []*msg.Event
+	for _, ev := range e.of(kind) {
+		if ev.JobId == job {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// probe is an actor that forwards every protocol message to a channel, so a
+// test can play one side of an exchange.
+type probe struct {
+	pid *actor.PID
+	ch  chan interface{}
+}
+
+func newProbe(t *testing.T, sys *actor.ActorSystem) *probe {
+	p := &probe{ch: make(chan interface{}, 1024)}
+	p.pid = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case actor.SystemMessage, actor.AutoReceiveMessage:
+			return
+		}
+		p.ch <- ctx.Message()
+	}))
+	t.Cleanup(func() { sys.Root.Stop(p.pid) })
+	return p
+}
+
+// expect waits for the next message of type T, skipping others.
+func expect[T any](t *testing.T, p *probe, what string) T {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-p.ch:
+			if x, ok := m.(T); ok {
+				return x
+			}
+		case <-deadline:
+			var zero T
+			t.Fatalf("timed out waiting for %s (%T)", what, zero)
+			return zero
+		}
+	}
+}
+
+// --- fake application -----------------------------------------------------
+
+type fakeMember struct {
+	node     string
+	nodePID  *actor.PID
+	rank     int32
+	pending  *msg.ResizeRanks
+	waited   int32 // safe points reached while pending
+	joiner   bool
+	departed bool
+}
+
+type fakeApp struct {
+	mu       sync.Mutex
+	job      string
+	runner   *actor.PID
+	work     int
+	size     int // ranks expected at the start
+	members  map[string]*fakeMember
+	started  bool
+	done     bool
+	iters    int
+	lag      int // extra safe points to wait before applying a resize (for violation tests)
+	lagged   int
+	resizeS  float64
+	rejoined int
+}
+
+// step is one safe point of the whole job.
+func (a *fakeApp) step(root *actor.RootContext) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started || a.done {
+		return
+	}
+	a.iters++
+	var running, joiners []*fakeMember
+	for _, m := range a.members {
+		if m.joiner {
+			joiners = append(joiners, m)
+		} else {
+			running = append(running, m)
+		}
+	}
+	sort.Slice(running, func(i, j int) bool { return running[i].rank < running[j].rank })
+	for _, m := range running {
+		if m.pending != nil {
+			m.waited++
+		}
+	}
+	// Apply a resize once every running rank (and every joiner of the new
+	// table) has its request.
+	if len(running) > 0 && running[0].pending != nil {
+		req := running[0].pending
+		all := true
+		for _, m := range running {
+			if m.pending == nil || m.pending.ResizeId != req.ResizeId {
+				all = false
+			}
+		}
+		joined := 0
+		for _, m := range joiners {
+			if m.pending != nil && m.pending.ResizeId == req.ResizeId {
+				joined++
+			}
+		}
+		if all && joined == len(req.Peers)-(len(running)-countDeparting(running)) {
+			if a.lagged < a.lag {
+				a.lagged++
+				goto compute
+			}
+			a.lagged = 0
+			for _, m := range running {
+				p := m.pending
+				m.pending = nil
+				if p.Self < 0 {
+					root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: -1, Node: m.node,
+						ResizeS: a.resizeS, Released: true, SafePoints: m.waited})
+					delete(a.members, m.node)
+					root.Send(m.nodePID, &fakeFree{})
+					root.Send(a.runner, &msg.RankDone{JobId: a.job, Rank: m.rank, Node: m.node, Ok: true, Iterations: int32(a.iters)})
+				} else {
+					root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
+						ResizeS: a.resizeS, SafePoints: m.waited})
+					m.rank = p.Self
+				}
+				m.waited = 0
+			}
+			for _, m := range joiners {
+				p := m.pending
+				m.pending, m.joiner = nil, false
+				a.rejoined++
+				root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
+					ResizeS: a.resizeS})
+				m.rank = p.Self
+			}
+		}
+	}
+compute:
+	n := 0
+	for _, m := range a.members {
+		if !m.joiner {
+			n++
+		}
+	}
+	a.work -= n
+	if a.work > 0 {
+		return
+	}
+	a.done = true
+	for _, m := range a.members {
+		root.Send(m.nodePID, &fakeFree{})
+		if m.joiner {
+			continue // the runner aborts ranks that never joined
+		}
+		root.Send(a.runner, &msg.RankDone{JobId: a.job, Rank: m.rank, Node: m.node, Ok: true, Iterations: int32(a.iters),
+			Value: float64(a.iters), BytesSent: 1000})
+	}
+}
+
+func countDeparting(ms []*fakeMember) int {
+	n := 0
+	for _, m := range ms {
+		if m.pending != nil && m.pending.Self < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// world is a test harness: an actor system, a scaled clock, cluster managers
+// with fake nodes, and the fake applications ticking.
+type world struct {
+	t        *testing.T
+	sys      *actor.ActorSystem
+	env      actors.Env
+	ev       *events
+	stats    *Stats
+	clusters map[string]*actor.PID
+	order    []string
+	mu       sync.Mutex
+	apps     map[string]*fakeApp
+	lag      int     // lag of new applications
+	resizeS  float64 // resize time the fake ranks report
+	stop     chan struct{}
+	sizes    map[string]int
+}
+
+// newWorld builds the harness for clusters named in order with the given
+// node counts. The cluster managers' PIDs are known at once (fixed names);
+// start spawns them, reporting to kis.
+func newWorld(t *testing.T, factor float64, sizes map[string]int, order ...string) *world {
+	w := &world{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(quiet)), ev: &events{}, stats: NewStats(),
+		clusters: map[string]*actor.PID{}, sizes: sizes, order: order, apps: map[string]*fakeApp{},
+		stop: make(chan struct{}), resizeS: 0.5}
+	rec := w.sys.Root.Spawn(w.ev.props())
+	w.env = actors.Env{System: w.sys, Clock: clock.NewScaled(factor), Recorder: rec}
+	for _, c := range order {
+		w.clusters[c] = w.sys.NewLocalPID("cluster-" + c)
+	}
+	t.Cleanup(func() {
+		close(w.stop)
+		w.sys.Shutdown()
+	})
+	return w
+}
+
+func quiet(*actor.ActorSystem) *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// start spawns the fake nodes and the cluster managers and starts the
+// applications' ticker.
+func (w *world) start(kis *actor.PID) {
+	for _, c := range w.order {
+		var infos []cluster.NodeInfo
+		for i := 0; i < w.sizes[c]; i++ {
+			name := fmt.Sprintf("%s-n%03d", c, i+1)
+			pid := w.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &fakeNode{w: w, name: name} }))
+			infos = append(infos, cluster.NodeInfo{Name: name, PID: pid})
+		}
+		if _, err := w.sys.Root.SpawnNamed(cluster.Props(cluster.Config{Name: c, Nodes: infos, KIS: kis, Env: w.env}), "cluster-"+c); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	go w.tick()
+}
+
+// finish makes a job's application end at its next safe point.
+func (w *world) finish(job string) {
+	w.mu.Lock()
+	a := w.apps[job]
+	w.mu.Unlock()
+	if a == nil {
+		w.t.Fatalf("no application for job %s", job)
+	}
+	a.mu.Lock()
+	a.work = 0
+	a.mu.Unlock()
+}
+
+func (w *world) tick() {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			apps := make([]*fakeApp, 0, len(w.apps))
+			for _, a := range w.apps {
+				apps = append(apps, a)
+			}
+			w.mu.Unlock()
+			for _, a := range apps {
+				a.step(w.sys.Root)
+			}
+		}
+	}
+}
+
+func (w *world) app(job string, runner *actor.PID, size int, args map[string]float64) *fakeApp {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.apps[job]
+	if a == nil {
+		work := 40
+		if v, ok := args["work"]; ok {
+			work = int(v)
+		}
+		a = &fakeApp{job: job, runner: runner, work: work, size: size, members: map[string]*fakeMember{}, lag: w.lag, resizeS: w.resizeS}
+		w.apps[job] = a
+	}
+	return a
+}
+
+// --- fake node ---------------------------------------------------------------
+
+type fakeFree struct{}
+
+type fakeNode struct {
+	w      *world
+	name   string
+	job    string
+	rank   int32
+	size   int
+	runner *actor.PID
+	args   map[string]float64
+	state  int // 0 idle, 1 listening, 2 in the application
+}
+
+func (n *fakeNode) Receive(ctx actor.Context) {
+	switch x := ctx.Message().(type) {
+	case *msg.StartRank:
+		reply := &msg.RankReady{JobId: x.JobId, Rank: x.Rank, Node: n.name}
+		if n.state != 0 {
+			reply.Error = fmt.Sprintf("node %s is busy with job %s", n.name, n.job)
+		} else {
+			n.job, n.rank, n.size, n.runner, n.args, n.state = x.JobId, x.Rank, int(x.Size), x.Runner.PID(), x.Args, 1
+			reply.Addr = "fake://" + n.name
+		}
+		ctx.Send(x.Runner.PID(), reply)
+	case *msg.RankTable:
+		if n.state != 1 || x.JobId != n.job {
+			return
+		}
+		n.state = 2
+		a := n.w.app(n.job, n.runner, n.size, n.args)
+		a.mu.Lock()
+		a.members[n.name] = &fakeMember{node: n.name, nodePID: ctx.Self(), rank: n.rank}
+		if len(a.members) == a.size {
+			a.started = true
+		}
+		a.mu.Unlock()
+		ctx.Send(n.runner, &msg.RankConnected{JobId: n.job, Rank: n.rank})
+	case *msg.ResizeRanks:
+		if n.state == 0 || x.JobId != n.job {
+			return
+		}
+		a := n.w.app(n.job, n.runner, n.size, n.args)
+		a.mu.Lock()
+		m := a.members[n.name]
+		if m == nil && n.state == 1 { // a new rank joins
+			n.state = 2
+			m = &fakeMember{node: n.name, nodePID: ctx.Self(), rank: n.rank, joiner: true}
+			a.members[n.name] = m
+		}
+		if m != nil {
+			m.pending = x
+		}
+		a.mu.Unlock()
+	case *msg.AbortRank:
+		if n.state == 0 || x.JobId != n.job {
+			return
+		}
+		wasRunning := n.state == 2
+		a := n.w.app(n.job, n.runner, n.size, n.args)
+		a.mu.Lock()
+		delete(a.members, n.name)
+		a.mu.Unlock()
+		if wasRunning || n.state == 1 {
+			ctx.Send(n.runner, &msg.RankDone{JobId: n.job, Rank: n.rank, Node: n.name, Error: "aborted: " + x.Reason})
+		}
+		n.state, n.job = 0, ""
+	case *fakeFree:
+		n.state, n.job = 0, ""
+	}
+}

@@ -1,0 +1,294 @@
+package malleable
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+const wait = 10 * time.Second
+
+// runnerHarness plays the manager for one MRunner: it claims the initial
+// processors, places the job and checks the runner's replies.
+type runnerHarness struct {
+	*world
+	mgr    *probe
+	runner *actor.PID
+	job    string
+}
+
+func newRunnerHarness(t *testing.T, nodes int, job, app string, min, max int, lag int) *runnerHarness {
+	w := newWorld(t, 1000, map[string]int{"a": nodes}, "a")
+	w.lag = lag
+	w.start(nil)
+	h := &runnerHarness{world: w, mgr: newProbe(t, w.sys), job: job}
+	spec := &msg.JobSpec{Id: job, App: app, Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
+	h.runner = w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: min, Max: max, Manager: h.mgr.pid,
+		Clusters: w.clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
+	sub := expect[*msg.SubmitMalleable](t, h.mgr, "submission")
+	if sub.Job.Id != job || sub.Min != int32(min) || sub.Max != int32(max) || sub.Profile != app {
+		t.Fatalf("submission %+v", sub)
+	}
+	nodes2 := h.claim(2, "initial")
+	w.sys.Root.Send(h.runner, &msg.JobPlaced{JobId: job, Allocations: []*msg.Allocation{{Cluster: "a", Nodes: nodes2}}})
+	st := expect[*msg.MalleableStatus](t, h.mgr, "running status")
+	if !st.Running || st.Size != 2 || st.Cluster != "a" {
+		t.Fatalf("status %+v", st)
+	}
+	return h
+}
+
+// claim claims n processors of cluster a for the job (or for another holder).
+func (h *runnerHarness) claim(n int, holder string) []*msg.NodeRef {
+	h.t.Helper()
+	id := h.job
+	if holder != "initial" {
+		id = holder
+	}
+	h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: id, Nodes: int32(n), ClaimId: 99, ReplyTo: msg.FromPID(h.mgr.pid)})
+	r := expect[*msg.ClaimReply](h.t, h.mgr, "claim reply")
+	if !r.Ok {
+		h.t.Fatalf("claim of %d for %s failed: %s", n, id, r.Reason)
+	}
+	return r.Nodes
+}
+
+func (h *runnerHarness) grow(id int64, n int32, wantAccepted int32) {
+	h.t.Helper()
+	h.sys.Root.Send(h.runner, &msg.GrowRequest{JobId: h.job, Processors: n, RequestId: id})
+	r := expect[*msg.ResizeReply](h.t, h.mgr, "grow reply")
+	if r.RequestId != id || r.Accepted != wantAccepted {
+		h.t.Fatalf("grow %d by %d: reply %+v, want %d accepted", id, n, r, wantAccepted)
+	}
+}
+
+func (h *runnerHarness) shrink(id int64, n int32, mandatory bool, wantAccepted int32) {
+	h.t.Helper()
+	h.sys.Root.Send(h.runner, &msg.ShrinkRequest{JobId: h.job, Processors: n, Mandatory: mandatory, RequestId: id})
+	r := expect[*msg.ResizeReply](h.t, h.mgr, "shrink reply")
+	if r.RequestId != id || r.Accepted != wantAccepted {
+		h.t.Fatalf("shrink %d by %d (mandatory %v): reply %+v, want %d accepted", id, n, mandatory, r, wantAccepted)
+	}
+}
+
+func (h *runnerHarness) ack(id int64, size int32, ok bool) *msg.ResizeAck {
+	h.t.Helper()
+	a := expect[*msg.ResizeAck](h.t, h.mgr, "ack")
+	if a.RequestId != id || a.NewSize != size || a.Ok != ok {
+		h.t.Fatalf("ack %+v, want request %d size %d ok %v", a, id, size, ok)
+	}
+	return a
+}
+
+func (h *runnerHarness) end() *msg.Event {
+	h.t.Helper()
+	h.finish(h.job)
+	f := expect[*msg.JobFinished](h.t, h.mgr, "job finished")
+	if !f.Ok {
+		h.t.Fatalf("job failed: %s", f.Reason)
+	}
+	var end *msg.Event
+	waitFor(h.t, "end event", wait, func() bool {
+		evs := h.ev.jobOf("end", h.job)
+		if len(evs) == 1 {
+			end = evs[0]
+		}
+		return end != nil
+	})
+	return end
+}
+
+// allFree checks that every processor of cluster a is free again.
+func (h *runnerHarness) allFree() {
+	h.t.Helper()
+	waitFor(h.t, "all processors free", wait, func() bool {
+		h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: "probe-all", Nodes: int32(h.sizes["a"]), ClaimId: 7, ReplyTo: msg.FromPID(h.mgr.pid)})
+		r := expect[*msg.ClaimReply](h.t, h.mgr, "claim of every processor")
+		if r.Ok {
+			h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "probe-all"})
+		}
+		return r.Ok
+	})
+}
+
+func TestRunnerGrowShrinkExchange(t *testing.T) {
+	h := newRunnerHarness(t, 12, "j1", "nbody", 2, 46, 0)
+
+	h.grow(1, 6, 6)
+	if a := h.ack(1, 8, true); a.OldSize != 2 || a.ResizeS != 0.5 {
+		t.Fatalf("grow ack %+v", a)
+	}
+	h.shrink(2, 3, true, 3)
+	h.ack(2, 5, true)
+	// A voluntary shrink that would slow the n-body code down is declined.
+	h.shrink(3, 1, false, 0)
+	// Claims that fall short: 6 of the 7 free processors go to someone else.
+	h.claim(6, "other")
+	h.grow(4, 4, 4)
+	if a := h.ack(4, 6, true); a.OldSize != 5 {
+		t.Fatalf("partial grow ack %+v", a)
+	}
+
+	end := h.end()
+	v := end.Values
+	if end.Fields["status"] != "completed" || v["max_procs"] != 8 || v["grows"] != 2 || v["shrinks"] != 1 || v["final_procs"] != 6 {
+		t.Fatalf("end event %v %v", end.Fields, v)
+	}
+	if v["avg_procs"] <= 2 || v["avg_procs"] >= 8 {
+		t.Fatalf("average processors %v not between the extremes", v["avg_procs"])
+	}
+	if v["resize_s"] != 1.5 {
+		t.Fatalf("total resize time %v, want 3 x 0.5", v["resize_s"])
+	}
+	shr := h.ev.jobOf("shrink", "j1")
+	if len(shr) != 1 || shr[0].Values["safe_points"] != 1 || shr[0].Fields["mandatory"] != "true" || shr[0].Values["to"] != 5 {
+		t.Fatalf("shrink events %v", shr)
+	}
+	if d := h.ev.jobOf("resize_declined", "j1"); len(d) != 1 {
+		t.Fatalf("declined events %v", d)
+	}
+	var sizes []float64
+	for _, e := range h.ev.jobOf("procs", "j1") {
+		sizes = append(sizes, e.Values["size"])
+	}
+	want := []float64{2, 8, 5, 6, 0}
+	if len(sizes) != len(want) {
+		t.Fatalf("procs series %v, want %v", sizes, want)
+	}
+	for i := range want {
+		if sizes[i] != want[i] {
+			t.Fatalf("procs series %v, want %v", sizes, want)
+		}
+	}
+	inv := h.stats.Snapshot()
+	if !inv.OK() || inv.Checks[InvMandatory] != 1 || inv.Checks[InvBounds] < 4 {
+		t.Fatalf("invariants %+v", inv)
+	}
+	// Release the other holder; then the job must have freed everything.
+	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "other"})
+	h.allFree()
+}
+
+func TestRunnerFTKeepsPowerOfTwo(t *testing.T) {
+	h := newRunnerHarness(t, 8, "f1", "ft", 2, 32, 0)
+
+	// Offered 5 at size 2, FT takes 2 (to 4).
+	h.grow(1, 5, 2)
+	h.ack(1, 4, true)
+	// Offered 4 it takes 4, but only 1 processor can be claimed: FT cannot
+	// run on 5, keeps 4 and gives the claimed processor back at once.
+	h.claim(3, "other")
+	h.grow(2, 4, 4)
+	vr := expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
+	if vr.Processors != 1 || vr.NewSize != 4 || vr.RequestId != 2 {
+		t.Fatalf("voluntary release %+v", vr)
+	}
+	h.ack(2, 4, false)
+	// A mandatory shrink of 1 takes FT down to the next power of two.
+	h.shrink(3, 1, true, 2)
+	h.ack(3, 2, true)
+	// At its minimum it cannot shrink any more.
+	h.shrink(4, 2, true, 0)
+
+	end := h.end()
+	if end.Values["max_procs"] != 4 || end.Values["grows"] != 1 || end.Values["shrinks"] != 1 || end.Values["released"] != 1 {
+		t.Fatalf("end %v", end.Values)
+	}
+	if len(h.ev.jobOf("grow_failed", "f1")) != 1 || len(h.ev.jobOf("voluntary_release", "f1")) != 1 {
+		t.Fatal("missing grow_failed or voluntary_release event")
+	}
+	inv := h.stats.Snapshot()
+	if !inv.OK() || inv.Checks[InvPow2] < 3 {
+		t.Fatalf("invariants %+v", inv)
+	}
+	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "other"})
+	h.allFree()
+}
+
+// An application that passes a safe point without applying a mandatory
+// shrink is caught by the run's own check.
+func TestMandatoryShrinkLateIsReported(t *testing.T) {
+	h := newRunnerHarness(t, 8, "j1", "nbody", 2, 46, 1)
+	h.grow(1, 4, 4)
+	h.ack(1, 6, true)
+	h.shrink(2, 2, true, 2)
+	h.ack(2, 4, true)
+	h.end()
+	inv := h.stats.Snapshot()
+	if inv.Violations[InvMandatory] != 1 {
+		t.Fatalf("invariants %+v, want one late mandatory shrink", inv)
+	}
+	v := h.ev.of("invariant_violation")
+	if len(v) != 1 || v[0].Fields["invariant"] != InvMandatory || v[0].JobId != "j1" {
+		t.Fatalf("violation events %v", v)
+	}
+	if s := h.ev.jobOf("shrink", "j1"); len(s) != 1 || s[0].Values["safe_points"] != 2 {
+		t.Fatalf("shrink events %v", s)
+	}
+}
+
+// The application ends while new ranks wait to join: the runner aborts them
+// and frees every processor, the claimed ones included.
+func TestRunnerEndsDuringGrow(t *testing.T) {
+	h := newRunnerHarness(t, 10, "j1", "nbody", 2, 46, 1_000_000)
+	h.grow(1, 5, 5)
+	waitFor(t, "new ranks asked to join", wait, func() bool {
+		h.mu.Lock()
+		a := h.apps["j1"]
+		h.mu.Unlock()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.members) == 7
+	})
+	end := h.end()
+	if end.Values["grows"] != 0 || end.Values["max_procs"] != 2 {
+		t.Fatalf("end %v", end.Values)
+	}
+	h.allFree()
+}
+
+func TestRunnerRequestsBeforeStartAreDeclined(t *testing.T) {
+	w := newWorld(t, 1000, map[string]int{"a": 4}, "a")
+	w.start(nil)
+	mgr := newProbe(t, w.sys)
+	spec := &msg.JobSpec{Id: "j1", App: "nbody", Size: 2}
+	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Manager: mgr.pid, Clusters: w.clusters, Env: w.env}))
+	expect[*msg.SubmitMalleable](t, mgr, "submission")
+	w.sys.Root.Send(r, &msg.GrowRequest{JobId: "j1", Processors: 2, RequestId: 5})
+	if rep := expect[*msg.ResizeReply](t, mgr, "reply"); rep.Accepted != 0 || rep.RequestId != 5 {
+		t.Fatalf("reply %+v", rep)
+	}
+	w.sys.Root.Send(r, &msg.JobRejected{JobId: "j1", Reason: "no room", Tries: 3})
+	if f := expect[*msg.JobFinished](t, mgr, "finished"); f.Ok {
+		t.Fatal("rejected job finished ok")
+	}
+	waitFor(t, "failed end event", wait, func() bool {
+		e := w.ev.jobOf("end", "j1")
+		return len(e) == 1 && e[0].Fields["status"] == "failed"
+	})
+}
+
+// The application gives processors back on its own (rank 0 speaks for the
+// job): the runner shrinks at the next safe point and reports it.
+func TestRunnerAppRelease(t *testing.T) {
+	h := newRunnerHarness(t, 8, "j1", "nbody", 2, 46, 0)
+	h.grow(1, 4, 4)
+	h.ack(1, 6, true)
+	h.sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 3, Processors: 1}) // not rank 0: ignored
+	h.sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 0, Processors: 2})
+	vr := expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
+	if vr.Processors != 2 || vr.NewSize != 4 || vr.RequestId != 0 {
+		t.Fatalf("voluntary release %+v", vr)
+	}
+	end := h.end()
+	if end.Values["shrinks"] != 1 || end.Values["released"] != 2 || end.Values["final_procs"] != 4 {
+		t.Fatalf("end %v", end.Values)
+	}
+	if s := h.ev.jobOf("shrink", "j1"); len(s) != 1 || s[0].Fields["initiator"] != ByApp || s[0].Fields["mandatory"] != "false" {
+		t.Fatalf("shrink events %v", s)
+	}
+	h.allFree()
+}

@@ -1,0 +1,111 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// The das3-smoke scenario runs end to end in one process: every submitted
+// job ends completed (or failed with a reason), the results directory holds
+// every file, and nothing keeps running afterwards.
+func TestSmokeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run; skipped with -short")
+	}
+	before := runtime.NumGoroutine()
+	s, err := scenarios.LoadBuiltin("das3-smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := RunInproc(ctx, plan, Options{Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Jobs.Submitted != len(plan.Jobs) {
+		t.Fatalf("submitted %d of %d jobs", res.Summary.Jobs.Submitted, len(plan.Jobs))
+	}
+	for _, j := range res.Jobs {
+		switch {
+		case j.Status == "completed":
+			if j.Exec() <= 0 || j.Start < j.Placement || j.Placement < j.Submit {
+				t.Errorf("job %s: inconsistent times %+v", j.ID, j)
+			}
+		case j.Status == "failed" && j.Reason != "":
+		default:
+			t.Errorf("job %s ended %q without a reason", j.ID, j.Status)
+		}
+	}
+	if res.Summary.Jobs.Completed == 0 {
+		t.Fatal("no job completed")
+	}
+	if res.Summary.CoallocatedPct == 0 {
+		t.Error("the smoke scenario co-allocates at least one job; none was")
+	}
+	for _, f := range []string{"results.json", "jobs.csv", "events.jsonl", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("results directory lacks %s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["backend"] != "inproc" || back["scenario"] != "das3-smoke" {
+		t.Errorf("results.json header: backend %v scenario %v", back["backend"], back["scenario"])
+	}
+	// Nothing left running: goroutines (listeners, ranks, shapers, timers)
+	// return to where they were, within a deadline.
+	deadline := time.Now().Add(20 * time.Second)
+	for runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines before the run, %d after:\n%s", before, runtime.NumGoroutine(), firstLines(string(buf[:n]), 80))
+		}
+		runtime.Gosched()
+		<-time.After(50 * time.Millisecond)
+	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A malformed choice of shaper fails before anything starts.
+func TestInprocRefusesKernelShapers(t *testing.T) {
+	s, err := scenarios.LoadBuiltin("das3-smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunInproc(context.Background(), plan, Options{Shaper: "netem"})
+	if err == nil || !strings.Contains(err.Error(), "not available on the inproc backend") {
+		t.Fatalf("want a clear refusal, got %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// fastTestConfig gossips on 127.0.0.1 with a free port and detects failures
+// quickly; the waits below are deadlines, not expectations.
+func fastTestConfig(m Member) Config {
+	c := DefaultConfig(m)
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = 0
+	c.ProbeInterval = 200 * time.Millisecond
+	c.ProbeTimeout = 100 * time.Millisecond
+	c.GossipInterval = 50 * time.Millisecond
+	c.JoinRetryInterval = 50 * time.Millisecond
+	if os.Getenv("KOALA_MEMBERLIST_LOG") != "" {
+		c.LogOutput = os.Stderr
+	}
+	return c
+}
+
+const gossipWait = 20 * time.Second
+
+func TestMemberlistJoinLeaveFail(t *testing.T) {
+	const n = 4
+	ps := make([]*Memberlist, n)
+	for i := range ps {
+		m := Member{Name: fmt.Sprintf("m%d", i), Role: RoleNode, Cluster: []string{"vrije", "leiden"}[i%2],
+			Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i), Meta: map[string]string{"i": fmt.Sprint(i)}}
+		p, err := NewMemberlist(fastTestConfig(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+		t.Cleanup(func() { _ = p.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gossipWait)
+	defer cancel()
+
+	// m0 starts alone; its own address as a seed is skipped.
+	if err := ps[0].Join(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	seed := ps[0].GossipAddr()
+	if seed == "" {
+		t.Fatal("no gossip address after Join")
+	}
+	if err := ps[0].Join(ctx, []string{seed}); err != nil {
+		t.Fatalf("joining through itself: %v", err)
+	}
+	for _, p := range ps[1:] {
+		if err := p.Join(ctx, []string{seed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Everyone sees everyone, with metadata.
+	for _, p := range ps {
+		waitMembers(t, p, "m0,m1,m2,m3")
+	}
+	for _, m := range ps[1].Members() {
+		want := ps[m.Name[1]-'0'].Local()
+		if !m.Equal(want) {
+			t.Fatalf("m1 sees %+v, want %+v", m, want)
+		}
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		e := nextEvent(t, ps[0].Events(), gossipWait)
+		if e.Kind != Join {
+			t.Fatalf("m0: %v before all joins", e)
+		}
+		seen[e.Member.Name] = true
+	}
+
+	// Graceful leave: a Leave event, never a Fail.
+	if err := ps[3].Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ps[0].Events(), gossipWait,
+		func(e Event) bool { return e.Kind == Leave && e.Member.Name == "m3" },
+		func(e Event) bool { return e.Member.Name == "m3" && e.Kind == Fail })
+	waitClosed(t, ps[3].Events(), gossipWait)
+
+	// Abrupt stop: detected as a failure.
+	if err := ps[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ps[1].Events(), gossipWait,
+		func(e Event) bool { return e.Kind == Fail && e.Member.Name == "m2" },
+		func(e Event) bool { return e.Member.Name == "m2" && e.Kind == Leave })
+	waitMembers(t, ps[0], "m0,m1")
+
+	if err := ps[2].Join(ctx, []string{seed}); err != ErrClosed {
+		t.Fatalf("join after close: %v, want ErrClosed", err)
+	}
+	if err := ps[2].Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}
+
+func TestMemberlistJoinGivesUpWithContext(t *testing.T) {
+	p, err := NewMemberlist(fastTestConfig(Member{Name: "lonely"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	// Port 1 on loopback: nothing listens, joins are refused quickly.
+	if err := p.Join(ctx, []string{"127.0.0.1:1"}); err == nil {
+		t.Fatal("join through a dead seed: want an error")
+	}
+	if got := names(p.Members()); got != "lonely" {
+		t.Fatalf("members %s, want lonely", got)
+	}
+}
+
+func waitMembers(t *testing.T, p *Memberlist, want string) {
+	t.Helper()
+	deadline := time.Now().Add(gossipWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := names(p.Members())
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s sees %s, want %s", p.Local().Name, got, want)
+		}
+		<-tick.C
+	}
+}

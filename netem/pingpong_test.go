@@ -1,0 +1,211 @@
+package netem
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestVerdict(t *testing.T) {
+	us := time.Microsecond
+	target := Link{Bandwidth: 185e6, Latency: 400 * us}
+	cases := []struct {
+		name     string
+		target   Link
+		bw       float64
+		lat      time.Duration
+		baseline time.Duration
+		want     string
+	}{
+		{"exact", target, 185e6, 400 * us, 30 * us, VerdictPass},
+		{"bw -4.9%", target, 185e6 * 0.951, 400 * us, 30 * us, VerdictPass},
+		{"bw -5.5%", target, 185e6 * 0.945, 400 * us, 30 * us, VerdictFail},
+		{"bw +6%", target, 185e6 * 1.06, 400 * us, 30 * us, VerdictFail},
+		{"lat +9%", target, 185e6, 436 * us, 30 * us, VerdictPass},
+		{"lat +12%", target, 185e6, 448 * us, 30 * us, VerdictFail},
+		{"lat -12%", target, 185e6, 352 * us, 30 * us, VerdictFail},
+		// 30 µs target: tolerance is the 20 µs floor, not 3 µs.
+		{"small lat +19us", Link{Bandwidth: 561e6, Latency: 30 * us}, 561e6, 49 * us, 10 * us, VerdictPass},
+		{"small lat +25us", Link{Bandwidth: 561e6, Latency: 30 * us}, 561e6, 55 * us, 10 * us, VerdictFail},
+		// Baseline above the target: nothing added, measured at the floor.
+		{"floor", Link{Bandwidth: 561e6, Latency: 30 * us}, 561e6, 62 * us, 60 * us, VerdictFloor},
+		{"floor but far above baseline", Link{Bandwidth: 561e6, Latency: 30 * us}, 561e6, 120 * us, 60 * us, VerdictFail},
+		{"floor needs bandwidth", Link{Bandwidth: 561e6, Latency: 30 * us}, 400e6, 62 * us, 60 * us, VerdictFail},
+		{"unlimited bandwidth", Link{Latency: 100 * us}, 3e9, 105 * us, 10 * us, VerdictPass},
+	}
+	for _, c := range cases {
+		v, bwErr, latErr := Verdict(c.target, PingPongResult{Bandwidth: c.bw, Latency: c.lat}, c.baseline)
+		if v != c.want {
+			t.Errorf("%s: verdict %s (bw %+.3f, lat %+.3f), want %s", c.name, v, bwErr, latErr, c.want)
+		}
+	}
+	_, bwErr, latErr := Verdict(target, PingPongResult{Bandwidth: 185e6 * 0.9, Latency: 500 * us}, 0)
+	if d := bwErr + 0.1; d > 1e-9 || d < -1e-9 {
+		t.Errorf("bwErr %v, want -0.1", bwErr)
+	}
+	if d := latErr - 0.25; d > 1e-9 || d < -1e-9 {
+		t.Errorf("latErr %v, want 0.25", latErr)
+	}
+}
+
+func TestSummarizeCalibration(t *testing.T) {
+	ok := CalibrationRow{Src: "a", Dst: "a", Verdict: VerdictPass}
+	ok.Lateness.P99 = 10 * time.Microsecond
+	floor := CalibrationRow{Src: "a", Dst: "b", Verdict: VerdictFloor}
+	s := SummarizeCalibration([]CalibrationRow{ok, floor})
+	if s.Failed || s.Pass != 1 || s.Floor != 1 {
+		t.Fatalf("good run: %+v", s)
+	}
+	late := ok
+	late.Lateness.P99 = 80 * time.Microsecond
+	if s := SummarizeCalibration([]CalibrationRow{ok, late}); !s.Failed || !strings.Contains(s.Reason, "lateness") {
+		t.Fatalf("late run: %+v", s)
+	}
+	dropped := ok
+	dropped.Drops = 10
+	if s := SummarizeCalibration([]CalibrationRow{dropped}); !s.Failed || !strings.Contains(s.Reason, "dropped") {
+		t.Fatalf("dropping run: %+v", s)
+	}
+	bad := ok
+	bad.Verdict = VerdictFail
+	if s := SummarizeCalibration([]CalibrationRow{bad, ok}); !s.Failed || s.Fail != 1 {
+		t.Fatalf("failing run: %+v", s)
+	}
+	var sb strings.Builder
+	PrintCalibration(&sb, []CalibrationRow{ok, bad}, SummarizeCalibration([]CalibrationRow{bad, ok}))
+	if !strings.Contains(sb.String(), "a-a") || !strings.Contains(sb.String(), "FAILED") {
+		t.Fatalf("table:\n%s", sb.String())
+	}
+}
+
+func startPingPong(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ServePingPong(ctx, ln) }()
+	return ln.Addr().String(), func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("ServePingPong: %v", err)
+		}
+	}
+}
+
+func TestPingPongUnshaped(t *testing.T) {
+	addr, stop := startPingPong(t)
+	defer stop()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 20, BandwidthRounds: 3, MsgSize: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Latency <= 0 || r.Bandwidth <= 0 || (r.RTTP50-2*r.Latency).Abs() > 1 || r.RTTP99 < r.RTTP50 {
+		t.Fatalf("implausible result %+v", r)
+	}
+	// The connection stays usable for a second measurement.
+	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: 1, MsgSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPingPongShapedBothWays(t *testing.T) {
+	link := Link{Bandwidth: 100e6, Latency: 300 * time.Microsecond}
+	srv := newTestEgress(link)
+	cli := newTestEgress(link)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ServePingPong(ctx, WrapListener(ln, srv, "a")) }()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cli.Wrap(raw, "b")
+	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	// Both directions went through a shaper: 30 8-byte rounds and 4 1 MB
+	// rounds (warm-up included) each way.
+	want := int64(30*8 + 4*BandwidthMsgSize)
+	for name, e := range map[string]*UserspaceEgress{"client": cli, "server": srv} {
+		if s := e.Stats(); s.Bytes < want || s.Drops != 0 {
+			t.Errorf("%s shaper: %+v", name, s)
+		}
+	}
+}
+
+func TestPingPongContextAndErrors(t *testing.T) {
+	// A server that never answers: cancelling the context ends the measurement.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := MeasurePingPong(ctx, c, PingPongOptions{}); done <- err }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not end MeasurePingPong")
+	}
+	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{MsgSize: 4}); err == nil {
+		t.Fatal("message size 4 accepted")
+	}
+
+	// The server rejects a bad header and closes the connection.
+	addr, stop := startPingPong(t)
+	defer stop()
+	b, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var h [ppHeaderSize]byte
+	binary.BigEndian.PutUint32(h[0:], 0xdeadbeef)
+	if _, err := b.Write(h[:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := b.Read(h[:]); !errors.Is(err, io.EOF) {
+		t.Fatalf("bad header: read %v, want EOF", err)
+	}
+}

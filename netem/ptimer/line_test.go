@@ -1,0 +1,272 @@
+package ptimer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestAtNeverEarlyAndAllRun(t *testing.T) {
+	l := New()
+	defer l.Close()
+	if l.Mode() != "timerfd" {
+		t.Logf("mode %s", l.Mode())
+	}
+	const n = 200
+	var mu sync.Mutex
+	early := 0
+	ran := 0
+	start := time.Now()
+	for i := range n {
+		dl := start.Add(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		if i%7 == 0 {
+			dl = start.Add(-time.Millisecond) // already due
+		}
+		l.At(dl, func() {
+			now := time.Now()
+			mu.Lock()
+			if now.Before(dl) {
+				early++
+			}
+			ran++
+			mu.Unlock()
+		})
+	}
+	waitFor(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return ran == n })
+	if early != 0 {
+		t.Fatalf("%d callbacks ran before their deadline", early)
+	}
+	if s := l.Lateness(); s.Count != n {
+		t.Fatalf("lateness count %d, want %d", s.Count, n)
+	}
+}
+
+func TestAtOrder(t *testing.T) {
+	l := New()
+	defer l.Close()
+	gate := make(chan struct{})
+	entered := make(chan struct{})
+	// Hold the timer thread so the following entries queue up.
+	l.At(time.Now(), func() { close(entered); <-gate })
+	<-entered
+	base := time.Now().Add(-time.Second) // all due once the gate opens
+	const n = 100
+	perm := rand.Perm(n)
+	var got []int
+	var mu sync.Mutex
+	for _, k := range perm {
+		k := k
+		l.At(base.Add(time.Duration(k/2)*time.Microsecond), func() { mu.Lock(); got = append(got, k); mu.Unlock() })
+	}
+	close(gate)
+	waitFor(t, 5*time.Second, "callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n })
+	// Deadlines ascend; equal deadlines (k/2) keep insertion order.
+	pos := make(map[int]int, n)
+	for i, k := range perm {
+		pos[k] = i
+	}
+	for i := 1; i < n; i++ {
+		a, b := got[i-1], got[i]
+		if a/2 > b/2 || (a/2 == b/2 && pos[a] > pos[b]) {
+			t.Fatalf("out of order at %d: %v", i, got)
+		}
+	}
+}
+
+func TestEarlierDeadlineInterruptsSleep(t *testing.T) {
+	l := New()
+	defer l.Close()
+	late := make(chan struct{})
+	l.At(time.Now().Add(time.Hour), func() { close(late) })
+	// Let the thread go to sleep for the hour.
+	waitFor(t, 5*time.Second, "thread asleep", func() bool { return l.state.Load() == stateSleeping })
+	fired := make(chan struct{})
+	l.At(time.Now().Add(500*time.Microsecond), func() { close(fired) })
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an earlier deadline did not interrupt the sleep")
+	}
+	select {
+	case <-late:
+		t.Fatal("the hour callback ran early")
+	default:
+	}
+}
+
+func TestSleepUntil(t *testing.T) {
+	l := New()
+	defer l.Close()
+	ctx := context.Background()
+	for _, d := range []time.Duration{-time.Millisecond, 0, 50 * time.Microsecond, 700 * time.Microsecond, 3 * time.Millisecond} {
+		dl := time.Now().Add(d)
+		if err := l.SleepUntil(ctx, dl); err != nil {
+			t.Fatalf("SleepUntil(%v): %v", d, err)
+		}
+		if time.Now().Before(dl) {
+			t.Fatalf("SleepUntil(%v) returned before the deadline", d)
+		}
+	}
+	if err := l.Sleep(ctx, 100*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSleepCancel(t *testing.T) {
+	l := New()
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- l.Sleep(ctx, time.Minute) }()
+	// Short waits register on the line immediately; long ones first sleep on
+	// a Go timer. Either way cancel must end them.
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not end the sleep")
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { errc <- l.Sleep(ctx2, time.Millisecond*1) }()
+	cancel2()
+	err := <-errc
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	waitFor(t, 5*time.Second, "cancelled entry removed or fired", func() bool { return l.Pending() == 0 })
+	if err := l.Sleep(ctx2, time.Millisecond); !errors.Is(err, context.Canceled) {
+		t.Fatalf("sleep on a done context: %v", err)
+	}
+}
+
+func TestCloseRunsPendingAndLeaksNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	l := New()
+	done := make(chan struct{})
+	l.At(time.Now().Add(20*time.Millisecond), func() { close(done) })
+	l.Close()
+	l.Close() // idempotent
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pending callback lost on Close")
+	}
+	after := make(chan struct{})
+	l.At(time.Now(), func() { close(after) })
+	select {
+	case <-after:
+	case <-time.After(10 * time.Second):
+		t.Fatal("At after Close did not run")
+	}
+	waitFor(t, 5*time.Second, "timer goroutine exit", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestDefaultIsSharedAndNotClosable(t *testing.T) {
+	a, b := Default(), Default()
+	if a != b {
+		t.Fatal("Default returned two lines")
+	}
+	a.Close()
+	ch := make(chan struct{})
+	a.At(time.Now().Add(100*time.Microsecond), func() { close(ch) })
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("default line stopped after Close")
+	}
+	if a.stop.Load() {
+		t.Fatal("Close closed the default line")
+	}
+	if err := SetDefaultOptions(Options{}); err == nil {
+		t.Fatal("SetDefaultOptions accepted after the default line started")
+	}
+}
+
+func TestSpinMargin(t *testing.T) {
+	o := Options{}.withDefaults()
+	us := int64(time.Microsecond)
+	cases := []struct {
+		q90, q99, want int64
+	}{
+		{0, 0, 2 * us},                 // idle machine: minimum spin
+		{5 * us, 10 * us, 7 * us},      // p90 + 2 µs
+		{5 * us, 65 * us, 45 * us},     // p99 - slack dominates
+		{100 * us, 400 * us, 250 * us}, // clamped to MaxSpin
+	}
+	for _, c := range cases {
+		if got := spinMargin(c.q90, c.q99, o); got != c.want {
+			t.Errorf("spinMargin(%d, %d) = %d, want %d", c.q90, c.q99, got, c.want)
+		}
+	}
+}
+
+func TestCancelledEntryDoesNotRun(t *testing.T) {
+	l := New()
+	defer l.Close()
+	ran := make(chan struct{}, 1)
+	e := l.schedule(l.mono(time.Now().Add(20*time.Millisecond)), func() { ran <- struct{}{} })
+	if !l.cancel(e) {
+		t.Fatal("cancel of a pending entry failed")
+	}
+	if l.cancel(e) {
+		t.Fatal("second cancel succeeded")
+	}
+	done := make(chan struct{})
+	l.At(time.Now().Add(40*time.Millisecond), func() { close(done) })
+	<-done // the line has passed the cancelled deadline
+	select {
+	case <-ran:
+		t.Fatal("cancelled callback ran")
+	default:
+	}
+	if p := l.Pending(); p != 0 {
+		t.Fatalf("Pending() = %d", p)
+	}
+}
+
+func TestConcurrentAt(t *testing.T) {
+	l := New()
+	defer l.Close()
+	const goroutines, per = 8, 200
+	var mu sync.Mutex
+	count := 0
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				l.At(time.Now().Add(time.Duration((g*per+i)%500)*time.Microsecond), func() {
+					mu.Lock()
+					count++
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return count == goroutines*per })
+	if p := l.Pending(); p != 0 {
+		t.Fatalf("Pending() = %d after everything ran", p)
+	}
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package ptimer
+
+import (
+	"runtime"
+	"time"
+)
+
+func lockThread() { runtime.LockOSThread() }
+
+func setupThread(bool) bool { return false }
+
+func newWaiter() (waiter, time.Time, string) {
+	base := time.Now()
+	return newChanWaiter(base), base, "gotimer"
+}

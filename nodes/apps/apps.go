@@ -1,0 +1,321 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/nodes/comm"
+)
+
+// NodeProcessors is the number of processors per node the nominal times
+// assume: a DAS-3 node has two, and its one rank computes with both
+// (comm.Options.Processors = 2).
+const NodeProcessors = 2
+
+// Reference link of the nominal times: one Myri-10G cluster of DAS-3 as MPI
+// saw it (SPEC §1), 0.03 ms one way and 560 MB/s.
+var (
+	RefLatency   = 30 * time.Microsecond
+	RefBandwidth = 560e6 // bytes/s
+)
+
+// Params are the run-time parameters of an application run.
+type Params struct {
+	// TimeScale divides iteration counts (and the total work of
+	// compute-only applications); at least one iteration always runs.
+	// Per-iteration work and message sizes never change with it. <= 0 means 1.
+	TimeScale float64
+	// Args override application parameters by name (see each application's
+	// doc comment); unknown names are an error.
+	Args map[string]float64
+}
+
+// Result is what a rank's run produced.
+type Result struct {
+	Iterations int
+	// Value is a checksum or answer that proves the computation was real
+	// (the same on every rank).
+	Value float64
+}
+
+// App is an SPMD program: every rank of a job runs Run with its Comm.
+type App interface {
+	Name() string
+	// Nominal is the execution time at time scale 1 on one Myri-10G
+	// cluster of nodes with speed 1.0 and NodeProcessors processors, with
+	// the default arguments: the figure the calibration matches.
+	Nominal(nodes int) time.Duration
+	// Run executes the rank's part of the program.
+	Run(ctx context.Context, c *comm.Comm, p Params) (Result, error)
+}
+
+// ArgApp is implemented by the applications of this package: Args lists
+// the argument names and defaults, NominalArgs is Nominal with arguments.
+type ArgApp interface {
+	App
+	Args() map[string]float64
+	NominalArgs(nodes int, args map[string]float64) (time.Duration, error)
+}
+
+// Names lists the registered applications.
+func Names() []string {
+	return []string{"allgather", "ccr", "poisson", "prime", "wave"}
+}
+
+// Lookup returns the application with the given name.
+func Lookup(name string) (App, error) {
+	switch name {
+	case "prime":
+		return Prime{}, nil
+	case "poisson":
+		return Poisson{}, nil
+	case "wave":
+		return Wave{}, nil
+	case "allgather":
+		return Allgather{}, nil
+	case "ccr":
+		return CCR{}, nil
+	}
+	return nil, fmt.Errorf("apps: unknown application %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// NominalArgs is app.Nominal with argument overrides, for applications
+// that support them.
+func NominalArgs(app App, nodes int, args map[string]float64) (time.Duration, error) {
+	if a, ok := app.(ArgApp); ok {
+		return a.NominalArgs(nodes, args)
+	}
+	if len(args) > 0 {
+		return 0, fmt.Errorf("apps: %s takes no arguments", app.Name())
+	}
+	return app.Nominal(nodes), nil
+}
+
+// resolve merges args over defaults and rejects unknown names.
+func resolve(app string, defaults, args map[string]float64) (map[string]float64, error) {
+	out := make(map[string]float64, len(defaults))
+	for k, v := range defaults {
+		out[k] = v
+	}
+	var bad []string
+	for k, v := range args {
+		if _, ok := defaults[k]; !ok {
+			bad = append(bad, k)
+			continue
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("apps: %s: argument %s = %v is not a number", app, k, v)
+		}
+		out[k] = v
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		known := make([]string, 0, len(defaults))
+		for k := range defaults {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("apps: %s: unknown argument(s) %s (known: %s)", app, strings.Join(bad, ", "), strings.Join(known, ", "))
+	}
+	return out, nil
+}
+
+func positive(app string, a map[string]float64, names ...string) error {
+	for _, n := range names {
+		if a[n] <= 0 {
+			return fmt.Errorf("apps: %s: argument %s must be > 0 (got %v)", app, n, a[n])
+		}
+	}
+	return nil
+}
+
+// iterations divides a count at time scale 1 by the time scale (at least 1).
+func (p Params) iterations(n float64) int {
+	k := p.TimeScale
+	if k <= 0 {
+		k = 1
+	}
+	return max(1, int(math.Round(n/k)))
+}
+
+func (p Params) scale() float64 {
+	if p.TimeScale <= 0 {
+		return 1
+	}
+	return p.TimeScale
+}
+
+func ms(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+
+// xfer is the ideal time to move b bytes over the reference link.
+func xfer(b float64) time.Duration {
+	return time.Duration(b / RefBandwidth * float64(time.Second))
+}
+
+// log2ceil returns the number of rounds of a recursive-doubling collective.
+func log2ceil(n int) int {
+	r := 0
+	for 1<<r < n {
+		r++
+	}
+	return r
+}
+
+// allreduceRounds is the number of message rounds of comm's allreduce.
+func allreduceRounds(n int) int {
+	pof2 := 1
+	for pof2*2 <= n {
+		pof2 *= 2
+	}
+	r := log2ceil(pof2)
+	if n != pof2 {
+		r += 2
+	}
+	return r
+}
+
+// RankSpec describes one rank (node) of a local run.
+type RankSpec struct {
+	Cluster    string
+	Speed      float64 // 0 means 1
+	Processors int     // 0 means NodeProcessors
+}
+
+// LocalOption tunes RunLocal.
+type LocalOption func(*localConfig)
+
+type localConfig struct {
+	dilation float64
+	sleep    func(context.Context, time.Duration) error
+	jobID    string
+}
+
+// WithDilation sets the compute dilation of every rank (the egress must
+// dilate the links by the same factor).
+func WithDilation(d float64) LocalOption { return func(c *localConfig) { c.dilation = d } }
+
+// WithSleep sets the precise wait the ranks' Compute uses.
+func WithSleep(f func(context.Context, time.Duration) error) LocalOption {
+	return func(c *localConfig) { c.sleep = f }
+}
+
+// WithJobID names the job (default "local").
+func WithJobID(id string) LocalOption { return func(c *localConfig) { c.jobID = id } }
+
+// Report is the outcome of RunLocalReport.
+type Report struct {
+	// Elapsed is the wall time from the moment every rank was connected
+	// until the last rank returned from Run.
+	Elapsed time.Duration
+	// Result is rank 0's result.
+	Result Result
+	// Stats are the counters of every rank, by rank.
+	Stats []comm.Stats
+}
+
+// Messages returns the messages all ranks sent.
+func (r Report) Messages() int64 {
+	var n int64
+	for _, s := range r.Stats {
+		n += s.MsgsSent
+	}
+	return n
+}
+
+// Bytes returns the payload bytes all ranks sent.
+func (r Report) Bytes() int64 {
+	var n int64
+	for _, s := range r.Stats {
+		n += s.BytesSent
+	}
+	return n
+}
+
+// RunLocal runs app as one job with a rank per entry of ranks, all in this
+// process over loopback TCP; egress(rank) shapes rank's outgoing traffic
+// (nil: unshaped). It returns the wall execution time and rank 0's result.
+func RunLocal(ctx context.Context, app App, ranks []RankSpec, egress func(rank int) netem.Egress, p Params, opts ...LocalOption) (time.Duration, Result, error) {
+	r, err := RunLocalReport(ctx, app, ranks, egress, p, opts...)
+	return r.Elapsed, r.Result, err
+}
+
+// RunLocalReport is RunLocal with the ranks' counters.
+func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(rank int) netem.Egress, p Params, opts ...LocalOption) (Report, error) {
+	cfg := localConfig{dilation: 1, jobID: "local"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	copts := make([]comm.Options, len(ranks))
+	for i, rs := range ranks {
+		procs := rs.Processors
+		if procs <= 0 {
+			procs = NodeProcessors
+		}
+		var eg netem.Egress
+		if egress != nil {
+			eg = egress(i)
+		}
+		copts[i] = comm.Options{
+			JobID:      cfg.jobID,
+			Cluster:    rs.Cluster,
+			Speed:      rs.Speed,
+			Processors: procs,
+			Dilation:   cfg.dilation,
+			Egress:     eg,
+			Sleep:      cfg.sleep,
+		}
+	}
+	cs, err := comm.ConnectLocal(ctx, copts)
+	if err != nil {
+		return Report{}, err
+	}
+	n := len(cs)
+	results := make([]Result, n)
+	errs := make([]error, n)
+	ends := make([]time.Time, n)
+	done := make(chan int, n)
+	start := time.Now()
+	for i, c := range cs {
+		go func(i int, c *comm.Comm) {
+			results[i], errs[i] = app.Run(ctx, c, p)
+			ends[i] = time.Now()
+			if errs[i] != nil {
+				c.Abort(fmt.Errorf("%s rank %d: %w", app.Name(), i, errs[i]))
+			}
+			done <- i
+		}(i, c)
+	}
+	var first error
+	for range cs {
+		i := <-done
+		if errs[i] != nil && first == nil {
+			first = errs[i]
+		}
+	}
+	var last time.Time
+	for _, t := range ends {
+		if t.After(last) {
+			last = t
+		}
+	}
+	rep := Report{Elapsed: last.Sub(start), Result: results[0], Stats: make([]comm.Stats, n)}
+	closeErrs := make(chan error, n)
+	for _, c := range cs {
+		go func(c *comm.Comm) { closeErrs <- c.Close() }(c)
+	}
+	for i := range cs {
+		if err := <-closeErrs; err != nil && first == nil {
+			first = err
+		}
+		rep.Stats[i] = cs[i].Stats()
+	}
+	if first != nil {
+		return rep, fmt.Errorf("apps: %s on %d ranks: %w", app.Name(), n, first)
+	}
+	return rep, nil
+}

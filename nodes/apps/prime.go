@@ -1,0 +1,107 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/koala-emu/koala-emu/nodes/comm"
+)
+
+// Prime counts the primes up to a limit (SPEC §7): odd numbers are dealt
+// cyclically to the ranks, each rank tests its numbers by trial division,
+// and a single final reduction (an allreduce of the counts) gives the
+// answer. Compute-bound: its execution time does not depend on the links.
+//
+// The real test covers the odd numbers up to Arg "limit" (default 10^6, so
+// Value = pi(10^6) = 78498); the bulk of the work is emulated: "work_s"
+// reference-processor seconds in total (default 7680 = 120 s on 32 nodes
+// of 2 processors), divided by the time scale and split evenly over the
+// ranks, computed in "chunks" slices (default 120 at time scale 1, divided
+// by the time scale) interleaved with the real tests.
+//
+// Nominal(n) = work_s / (2 n) + one allreduce: 120 s on 32 nodes, 240 s on
+// 16, 480 s on 8.
+type Prime struct{}
+
+// Name implements App.
+func (Prime) Name() string { return "prime" }
+
+// Args implements ArgApp.
+func (Prime) Args() map[string]float64 {
+	return map[string]float64{"limit": 1e6, "work_s": 7680, "chunks": 120}
+}
+
+// Nominal implements App.
+func (p Prime) Nominal(nodes int) time.Duration {
+	d, _ := p.NominalArgs(nodes, nil)
+	return d
+}
+
+// NominalArgs implements ArgApp.
+func (p Prime) NominalArgs(nodes int, args map[string]float64) (time.Duration, error) {
+	a, err := resolve(p.Name(), p.Args(), args)
+	if err != nil {
+		return 0, err
+	}
+	n := max(nodes, 1)
+	compute := time.Duration(a["work_s"] / float64(n*NodeProcessors) * float64(time.Second))
+	return compute + time.Duration(allreduceRounds(n))*(RefLatency+xfer(8)), nil
+}
+
+// Run implements App.
+func (p Prime) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, error) {
+	a, err := resolve(p.Name(), p.Args(), pr.Args)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := positive(p.Name(), a, "work_s", "chunks"); err != nil {
+		return Result{}, err
+	}
+	n, r := c.Size(), c.Rank()
+	limit := int64(a["limit"])
+	chunks := pr.iterations(a["chunks"])
+	work := time.Duration(a["work_s"] / pr.scale() / float64(n) * float64(time.Second))
+	// My odd numbers are 3 + 2(r + k n), k = 0, 1, ...
+	var odds int64
+	if limit >= 3 {
+		odds = (limit-3)/2 + 1
+	}
+	mine := int64(0)
+	if int64(r) < odds {
+		mine = (odds-int64(r)-1)/int64(n) + 1
+	}
+	count := 0.0
+	if r == 0 && limit >= 2 {
+		count = 1 // the prime 2
+	}
+	var k int64
+	for i := 0; i < chunks; i++ {
+		end := mine * int64(i+1) / int64(chunks)
+		for ; k < end; k++ {
+			if isOddPrime(3 + 2*(int64(r)+k*int64(n))) {
+				count++
+			}
+		}
+		if err := c.Compute(ctx, work/time.Duration(chunks)); err != nil {
+			return Result{}, fmt.Errorf("prime: %w", err)
+		}
+	}
+	total, err := c.AllreduceFloat64(ctx, []float64{count}, comm.Sum)
+	if err != nil {
+		return Result{}, fmt.Errorf("prime: final reduction: %w", err)
+	}
+	return Result{Iterations: chunks, Value: total[0]}, nil
+}
+
+func isOddPrime(m int64) bool {
+	if m < 3 {
+		return false
+	}
+	for d := int64(3); d*d <= m; d += 2 {
+		if m%d == 0 {
+			return false
+		}
+	}
+	return true
+}

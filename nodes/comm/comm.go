@@ -1,0 +1,667 @@
+package comm
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Reserved tags. User tags are >= 0.
+const (
+	tagGoodbye   = math.MinInt32
+	tagAbort     = math.MinInt32 + 1
+	tagBarrier   = -1
+	tagBcast     = -2
+	tagAllreduce = -3
+	tagAllgather = -4
+	tagGather    = -5
+)
+
+const (
+	headerLen = 8
+	// inlineMax is the largest payload copied into the connection's send
+	// buffer so header and payload leave in one write.
+	inlineMax = 64 << 10
+	// readBuf is the size of each connection's read buffer.
+	readBuf = 8 << 10
+	// MaxMessage is the largest payload a frame may carry.
+	MaxMessage = 1 << 30
+)
+
+var (
+	// ErrClosed is returned by operations on a closed Comm.
+	ErrClosed = errors.New("comm: communicator closed")
+	// ErrPeerClosed is returned by Recv from a peer that closed its Comm
+	// (gracefully) before sending the awaited message.
+	ErrPeerClosed = errors.New("peer closed its communicator")
+	// ErrPeerLost marks a peer whose connection broke without a goodbye.
+	ErrPeerLost = errors.New("peer lost")
+	// ErrPeerAborted marks a peer that aborted the job.
+	ErrPeerAborted = errors.New("peer aborted")
+)
+
+// Op is a reduction operator.
+type Op int
+
+// Reduction operators for AllreduceFloat64.
+const (
+	Sum Op = iota
+	Max
+	Min
+)
+
+// String names the operator.
+func (o Op) String() string {
+	switch o {
+	case Sum:
+		return "sum"
+	case Max:
+		return "max"
+	case Min:
+		return "min"
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// Stats counts what a rank did.
+type Stats struct {
+	BytesSent int64 // payload bytes sent to other ranks
+	MsgsSent  int64 // messages sent to other ranks (collectives included)
+	BytesRecv int64
+	MsgsRecv  int64
+	// ComputeTime is the emulated compute asked for (work scaled by speed,
+	// processors and dilation).
+	ComputeTime time.Duration
+	// CommTime is the wall time spent blocked in communication calls.
+	CommTime time.Duration
+}
+
+// Comm is one rank's communicator: the full mesh to the other ranks.
+// Methods are safe for concurrent use; the usual SPMD program calls them
+// from one goroutine.
+type Comm struct {
+	opts  Options
+	rank  int
+	peers []Peer
+	links []*link // by rank; nil for self
+	self  *inbox
+
+	failed  chan struct{}
+	failMu  sync.Mutex
+	failErr error
+
+	closing atomic.Bool
+	closeMu sync.Mutex
+	done    bool
+	readers sync.WaitGroup
+
+	bytesSent, msgsSent atomic.Int64
+	bytesRecv, msgsRecv atomic.Int64
+	computeNs, commNs   atomic.Int64
+
+	computeMu sync.Mutex
+	debt      time.Duration // lateness of earlier compute waits, paid back
+}
+
+type link struct {
+	peer int
+	raw  net.Conn
+	w    net.Conn // raw wrapped by the egress shaper
+	wmu  sync.Mutex
+	wbuf []byte
+	in   *inbox
+}
+
+type inbox struct {
+	mu      sync.Mutex
+	qs      map[int32]*queue
+	gone    chan struct{} // closed once the peer will send nothing more
+	goneErr error
+}
+
+type queue struct {
+	msgs    [][]byte
+	waiters []*waiter
+}
+
+type waiter struct{ ch chan []byte }
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan []byte, 1)} }}
+
+func newInbox() *inbox {
+	return &inbox{qs: make(map[int32]*queue), gone: make(chan struct{})}
+}
+
+func (in *inbox) queue(tag int32) *queue {
+	q := in.qs[tag]
+	if q == nil {
+		q = &queue{}
+		in.qs[tag] = q
+	}
+	return q
+}
+
+// deliver hands a message to the first waiting receiver or queues it.
+func (in *inbox) deliver(tag int32, b []byte) {
+	in.mu.Lock()
+	q := in.queue(tag)
+	if len(q.waiters) > 0 {
+		w := q.waiters[0]
+		q.waiters[0] = nil
+		q.waiters = q.waiters[1:]
+		w.ch <- b
+	} else {
+		q.msgs = append(q.msgs, b)
+	}
+	in.mu.Unlock()
+}
+
+func (in *inbox) setGone(err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	select {
+	case <-in.gone:
+	default:
+		in.goneErr = err
+		close(in.gone)
+	}
+}
+
+func newComm(opts Options, peers []Peer, conns []net.Conn) *Comm {
+	c := &Comm{
+		opts:   opts,
+		rank:   opts.Rank,
+		peers:  peers,
+		links:  make([]*link, len(peers)),
+		self:   newInbox(),
+		failed: make(chan struct{}),
+	}
+	for j, raw := range conns {
+		if j == c.rank || raw == nil {
+			continue
+		}
+		if tc, ok := raw.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		l := &link{peer: j, raw: raw, w: opts.Egress.Wrap(raw, peers[j].Cluster), in: newInbox()}
+		c.links[j] = l
+	}
+	for _, l := range c.links {
+		if l != nil {
+			c.readers.Add(1)
+			go c.read(l)
+		}
+	}
+	return c
+}
+
+// Rank returns this process's rank.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size returns the number of ranks.
+func (c *Comm) Size() int { return len(c.peers) }
+
+// Cluster returns the cluster of this rank's node.
+func (c *Comm) Cluster() string { return c.opts.Cluster }
+
+// JobID returns the job the communicator belongs to.
+func (c *Comm) JobID() string { return c.opts.JobID }
+
+// Peers returns every rank of the job, ordered by rank.
+func (c *Comm) Peers() []Peer { return append([]Peer(nil), c.peers...) }
+
+// Stats returns the counters of this rank.
+func (c *Comm) Stats() Stats {
+	return Stats{
+		BytesSent:   c.bytesSent.Load(),
+		MsgsSent:    c.msgsSent.Load(),
+		BytesRecv:   c.bytesRecv.Load(),
+		MsgsRecv:    c.msgsRecv.Load(),
+		ComputeTime: time.Duration(c.computeNs.Load()),
+		CommTime:    time.Duration(c.commNs.Load()),
+	}
+}
+
+func (c *Comm) errorf(format string, a ...any) error {
+	return fmt.Errorf("comm: job %s rank %d: "+format, append([]any{c.opts.JobID, c.rank}, a...)...)
+}
+
+// fail breaks the communicator with its first error.
+func (c *Comm) fail(err error) {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	if c.failErr != nil {
+		return
+	}
+	c.failErr = err
+	close(c.failed)
+}
+
+// Err returns the error that broke the communicator, or nil.
+func (c *Comm) Err() error {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	return c.failErr
+}
+
+func (c *Comm) check(ctx context.Context) error {
+	select {
+	case <-c.failed:
+		return c.Err()
+	default:
+	}
+	return ctx.Err()
+}
+
+// read demultiplexes one connection into the peer's inbox.
+func (c *Comm) read(l *link) {
+	defer c.readers.Done()
+	br := bufio.NewReaderSize(l.w, readBuf)
+	var h [headerLen]byte
+	for {
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			c.readErr(l, err)
+			return
+		}
+		n := binary.BigEndian.Uint32(h[0:4])
+		tag := int32(binary.BigEndian.Uint32(h[4:8]))
+		if n > MaxMessage {
+			c.readErr(l, fmt.Errorf("frame of %d bytes exceeds %d", n, MaxMessage))
+			return
+		}
+		var b []byte
+		if n > 0 {
+			b = getBuf(int(n))
+			if _, err := io.ReadFull(br, b); err != nil {
+				c.readErr(l, err)
+				return
+			}
+		}
+		switch tag {
+		case tagGoodbye:
+			l.in.setGone(c.errorf("recv from rank %d: %w", l.peer, ErrPeerClosed))
+			continue
+		case tagAbort:
+			err := c.errorf("rank %d: %w: %s", l.peer, ErrPeerAborted, b)
+			l.in.setGone(err)
+			c.fail(err)
+			continue
+		}
+		c.msgsRecv.Add(1)
+		c.bytesRecv.Add(int64(n))
+		l.in.deliver(tag, b)
+	}
+}
+
+func (c *Comm) readErr(l *link, err error) {
+	select {
+	case <-l.in.gone:
+		return // goodbye or abort already seen: the end of the stream is expected
+	default:
+	}
+	if c.closing.Load() {
+		l.in.setGone(ErrClosed)
+		return
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("connection closed without goodbye: %w", err)
+	}
+	e := c.errorf("rank %d (%s, cluster %s): %w: %w", l.peer, c.peers[l.peer].Addr, c.peers[l.peer].Cluster, ErrPeerLost, err)
+	l.in.setGone(e)
+	c.fail(e)
+}
+
+func (c *Comm) peerCheck(to int) error {
+	if to < 0 || to >= len(c.peers) {
+		return c.errorf("rank %d out of range [0,%d)", to, len(c.peers))
+	}
+	return nil
+}
+
+func userTag(tag int) error {
+	if tag < 0 || tag > math.MaxInt32 {
+		return fmt.Errorf("comm: tag %d: user tags are in [0, %d]", tag, math.MaxInt32)
+	}
+	return nil
+}
+
+func (c *Comm) timed(start time.Time) {
+	c.commNs.Add(int64(time.Since(start)))
+}
+
+// Send sends b to rank to with a tag >= 0. It returns once b has been
+// handed to the (shaped) connection; b may be reused afterwards.
+func (c *Comm) Send(ctx context.Context, to, tag int, b []byte) error {
+	if err := userTag(tag); err != nil {
+		return err
+	}
+	defer c.timed(time.Now())
+	return c.send(ctx, to, int32(tag), b)
+}
+
+// Recv receives the next message from rank from with the tag, in the order
+// sent. Messages with other tags or from other ranks are kept for later.
+func (c *Comm) Recv(ctx context.Context, from, tag int) ([]byte, error) {
+	if err := userTag(tag); err != nil {
+		return nil, err
+	}
+	defer c.timed(time.Now())
+	return c.recv(ctx, from, int32(tag))
+}
+
+// Sendrecv sends b to rank to and receives from rank from (which may be the
+// same rank). Sends are eager, so pairs of ranks calling Sendrecv toward
+// each other do not deadlock.
+func (c *Comm) Sendrecv(ctx context.Context, to, sendTag int, b []byte, from, recvTag int) ([]byte, error) {
+	if err := userTag(sendTag); err != nil {
+		return nil, err
+	}
+	if err := userTag(recvTag); err != nil {
+		return nil, err
+	}
+	defer c.timed(time.Now())
+	if err := c.send(ctx, to, int32(sendTag), b); err != nil {
+		return nil, err
+	}
+	return c.recv(ctx, from, int32(recvTag))
+}
+
+func (c *Comm) send(ctx context.Context, to int, tag int32, b []byte) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	if err := c.peerCheck(to); err != nil {
+		return err
+	}
+	if len(b) > MaxMessage {
+		return c.errorf("send %d bytes to rank %d: larger than %d", len(b), to, MaxMessage)
+	}
+	if to == c.rank {
+		var cp []byte
+		if len(b) > 0 {
+			cp = append([]byte(nil), b...)
+		}
+		c.self.deliver(tag, cp)
+		return nil
+	}
+	l := c.links[to]
+	if err := c.writeFrame(ctx, l, tag, b); err != nil {
+		if c.closing.Load() {
+			return ErrClosed
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return c.errorf("send to rank %d: %w", to, cerr)
+		}
+		e := c.errorf("send to rank %d (%s): %w: %w", to, c.peers[to].Addr, ErrPeerLost, err)
+		c.fail(e)
+		return e
+	}
+	c.msgsSent.Add(1)
+	c.bytesSent.Add(int64(len(b)))
+	return nil
+}
+
+// writeFrame writes one frame; small frames leave in a single write.
+func (c *Comm) writeFrame(ctx context.Context, l *link, tag int32, b []byte) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if len(b) <= inlineMax {
+		need := headerLen + len(b)
+		if cap(l.wbuf) < need {
+			l.wbuf = make([]byte, need, max(need, 2*cap(l.wbuf), 256))
+		}
+		buf := l.wbuf[:need]
+		binary.BigEndian.PutUint32(buf[0:4], uint32(len(b)))
+		binary.BigEndian.PutUint32(buf[4:8], uint32(tag))
+		copy(buf[headerLen:], b)
+		_, err := l.w.Write(buf)
+		return err
+	}
+	// Large payload: a blocked write must give way to ctx.
+	stop := context.AfterFunc(ctx, func() { _ = l.w.SetWriteDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if !stop() {
+			_ = l.w.SetWriteDeadline(time.Time{})
+		}
+	}()
+	var h [headerLen]byte
+	binary.BigEndian.PutUint32(h[0:4], uint32(len(b)))
+	binary.BigEndian.PutUint32(h[4:8], uint32(tag))
+	if _, err := l.w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := l.w.Write(b)
+	return err
+}
+
+func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.peerCheck(from); err != nil {
+		return nil, err
+	}
+	in := c.self
+	if from != c.rank {
+		in = c.links[from].in
+	}
+	in.mu.Lock()
+	q := in.queue(tag)
+	if len(q.msgs) > 0 {
+		b := q.msgs[0]
+		q.msgs[0] = nil
+		q.msgs = q.msgs[1:]
+		in.mu.Unlock()
+		return b, nil
+	}
+	select {
+	case <-in.gone:
+		err := in.goneErr
+		in.mu.Unlock()
+		return nil, err
+	default:
+	}
+	w := waiterPool.Get().(*waiter)
+	q.waiters = append(q.waiters, w)
+	in.mu.Unlock()
+
+	var err error
+	select {
+	case b := <-w.ch:
+		waiterPool.Put(w)
+		return b, nil
+	case <-ctx.Done():
+		err = c.errorf("recv from rank %d tag %d: %w", from, tag, ctx.Err())
+	case <-c.failed:
+		err = c.Err()
+	case <-in.gone:
+		in.mu.Lock()
+		err = in.goneErr
+		in.mu.Unlock()
+	}
+	in.mu.Lock()
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			in.mu.Unlock()
+			waiterPool.Put(w)
+			return nil, err
+		}
+	}
+	in.mu.Unlock()
+	// The message arrived while giving up: take it.
+	b := <-w.ch
+	waiterPool.Put(w)
+	return b, nil
+}
+
+// Isend starts sending b to rank to in the background (for instance to
+// feed links to two clusters at once) and returns a function that waits for
+// the send and reports its error. b must not change until then.
+func (c *Comm) Isend(ctx context.Context, to, tag int, b []byte) (wait func() error) {
+	if err := userTag(tag); err != nil {
+		return func() error { return err }
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.send(ctx, to, int32(tag), b) }()
+	return func() error {
+		defer c.timed(time.Now())
+		return <-done
+	}
+}
+
+// Compute emulates work of the given reference-processor time: it waits
+// work / (Speed x Processors) x Dilation. The wait is precise in total:
+// lateness of the timer on one call is paid back on the next ones.
+func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	if work <= 0 {
+		return nil
+	}
+	d := time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation)
+	c.computeNs.Add(int64(d))
+	c.computeMu.Lock()
+	defer c.computeMu.Unlock()
+	target := d - c.debt
+	if target <= 0 {
+		c.debt -= d
+		return nil
+	}
+	start := time.Now()
+	err := c.opts.Sleep(ctx, target)
+	c.debt = max(0, time.Since(start)-target)
+	if err != nil {
+		c.debt = 0
+		return c.errorf("compute: %w", err)
+	}
+	return nil
+}
+
+// ComputeTime returns how long Compute waits for work on this rank.
+func (c *Comm) ComputeTime(work time.Duration) time.Duration {
+	return time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation)
+}
+
+// Close ends the communicator gracefully: it tells every peer goodbye, waits
+// (at most Options.CloseTimeout) for theirs so nothing in flight is lost,
+// closes the connections and waits for its goroutines. Pending operations
+// fail with ErrClosed. Close is idempotent.
+func (c *Comm) Close() error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.done {
+		return nil
+	}
+	c.done = true
+	var firstErr error
+	broken := c.Err() != nil
+	if !broken {
+		for _, l := range c.links {
+			if l == nil {
+				continue
+			}
+			if err := c.control(l, tagGoodbye, nil); err != nil && firstErr == nil {
+				firstErr = c.errorf("goodbye to rank %d: %w", l.peer, err)
+			}
+		}
+		timer := time.NewTimer(c.opts.CloseTimeout)
+	wait:
+		for _, l := range c.links {
+			if l == nil {
+				continue
+			}
+			select {
+			case <-l.in.gone:
+			case <-c.failed:
+				break wait
+			case <-timer.C:
+				break wait
+			}
+		}
+		timer.Stop()
+	}
+	c.shutdown(ErrClosed, !broken)
+	return firstErr
+}
+
+// Abort ends the communicator at once and tells every peer why; their
+// pending and later operations fail with ErrPeerAborted and the reason.
+func (c *Comm) Abort(reason error) {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.done {
+		return
+	}
+	c.done = true
+	msg := "aborted"
+	if reason != nil {
+		msg = reason.Error()
+	}
+	if len(msg) > 4096 {
+		msg = msg[:4096]
+	}
+	for _, l := range c.links {
+		// A writer blocked on a stuck peer must not stop the abort.
+		if l != nil && l.wmu.TryLock() {
+			_ = c.controlLocked(l, tagAbort, []byte(msg))
+			l.wmu.Unlock()
+		}
+	}
+	c.shutdown(c.errorf("aborted: %s", msg), false)
+}
+
+// control writes a control frame with a short deadline.
+func (c *Comm) control(l *link, tag int32, b []byte) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return c.controlLocked(l, tag, b)
+}
+
+func (c *Comm) controlLocked(l *link, tag int32, b []byte) error {
+	_ = l.w.SetWriteDeadline(time.Now().Add(time.Second))
+	defer func() { _ = l.w.SetWriteDeadline(time.Time{}) }()
+	buf := make([]byte, headerLen+len(b))
+	binary.BigEndian.PutUint32(buf[0:4], uint32(len(b)))
+	binary.BigEndian.PutUint32(buf[4:8], uint32(tag))
+	copy(buf[headerLen:], b)
+	_, err := l.w.Write(buf)
+	return err
+}
+
+// shutdown closes every connection. Graceful: the shaped side first, so
+// what it still holds is delivered; otherwise the socket first, so nothing
+// waits for a stuck peer.
+func (c *Comm) shutdown(err error, graceful bool) {
+	c.closing.Store(true)
+	c.fail(err)
+	var wg sync.WaitGroup
+	for _, l := range c.links {
+		if l == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(l *link) {
+			defer wg.Done()
+			if graceful {
+				_ = l.w.Close()
+				_ = l.raw.Close()
+			} else {
+				_ = l.raw.Close()
+				_ = l.w.Close()
+			}
+		}(l)
+	}
+	wg.Wait()
+	c.readers.Wait()
+	c.self.setGone(ErrClosed)
+}

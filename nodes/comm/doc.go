@@ -1,0 +1,35 @@
+// Package comm is the MPI-like runtime the emulated applications run on.
+//
+// Every rank of a job owns an Endpoint (a TCP listener) and, once the
+// addresses of all ranks are known, a Comm: a full mesh of TCP connections,
+// one per pair of ranks, over which real bytes travel. Each side shapes its
+// own writes with its node's netem.Egress (per destination cluster), so the
+// cost of communication comes out of the emulated network, never out of a
+// formula. Computation is emulated: Compute waits work/(speed x processors)
+// x dilation with a precise timer.
+//
+// Wire format. A connection starts with a handshake (magic, job ID, the
+// dialer's rank and the job size) answered by one status byte. After that
+// both directions carry frames: an 8-byte header (payload length uint32,
+// tag int32, big endian) followed by the payload. User tags are >= 0;
+// collectives use reserved negative tags, and two more mark a graceful
+// goodbye and an abort (its payload is the reason).
+//
+// Semantics. Sends are eager: a reader goroutine per connection drains the
+// socket into per-(source, tag) FIFO queues, so Send never waits for the
+// matching Recv and Sendrecv cannot deadlock. Messages between two ranks
+// with the same tag arrive in order. A peer that disappears without saying
+// goodbye (or that aborts) breaks the Comm: every pending and later
+// operation fails with an error naming the peer. Every blocking call honours
+// its context. Close says goodbye, waits (bounded) for the peers' goodbyes
+// so no data in flight is lost, closes the connections and waits for its
+// goroutines; Abort tells the peers why and closes at once.
+//
+// Costs. A message is one write of header and payload (a per-connection
+// buffer, no bufio copy) and, on the receiving side, one allocation for the
+// payload (payloads from 4 KiB up come from pools; Release gives them
+// back). On the 2-core reference host a small message costs about 15 µs of
+// CPU in all (mostly the kernel's loopback TCP), so the whole process
+// carries on the order of 100k messages/s; emulated jobs should stay well
+// below that (see nodes/apps).
+package comm
