@@ -15,6 +15,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
 	"github.com/koala-emu/koala-emu/actors/kis"
+	"github.com/koala-emu/koala-emu/actors/malleable"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/node"
 	"github.com/koala-emu/koala-emu/actors/policy/malleability"
@@ -164,7 +165,23 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 		return nil
 	}
 
-	if err := spawn(scheduler.Props(scheduler.Config{
+	var stats *malleable.Stats
+	if m := plan.Policy.Malleability; m != nil {
+		// The malleability manager takes the scheduler's place (and name),
+		// so the information service and rigid runners reach it unchanged.
+		stats = malleable.NewStats()
+		props, err := malleable.ManagerProps(malleable.ManagerConfig{
+			Approach: m.Approach, Policy: m.Policy, Threshold: m.Threshold, Thresholds: m.Thresholds,
+			PollPeriod: m.PollPeriod, MaxTries: m.MaxTries, OpTimeout: m.OpTimeout,
+			Clusters: clusterPIDs, Order: order, Stats: stats, Env: env,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("policy.malleability: %w", err)
+		}
+		if err := spawn(props, "scheduler"); err != nil {
+			return nil, err
+		}
+	} else if err := spawn(scheduler.Props(scheduler.Config{
 		Policy: policy, Options: placement.Options{MaxClusters: plan.Policy.MaxClusters, CAMetric: plan.Policy.CAMetric},
 		ScanPeriod: plan.Policy.ScanPeriod, MaxTries: plan.Policy.PlacementTries, Clusters: clusterPIDs, Order: order, Env: env,
 	}), "scheduler"); err != nil {
@@ -237,7 +254,7 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	clk.Restart()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	go submit(runCtx, plan, env, schedPID, clusterPIDs)
+	go submit(runCtx, plan, env, schedPID, clusterPIDs, stats)
 
 	deadline := plan.Duration + opts.Drain
 	tick := time.NewTicker(opts.ProgressEvery)
@@ -290,6 +307,10 @@ wait:
 	if interrupted != "" {
 		sum.Extra = map[string]any{"interrupted": interrupted}
 	}
+	if stats != nil {
+		inv := stats.Snapshot()
+		sum.Malleability = results.SummarizeMalleability(jobs, rec.Utilization(), rec.Resizes(), inv.Checks, inv.Violations, inv.Details)
+	}
 	if opts.Out != "" {
 		if err := sum.WriteJSON(opts.Out); err != nil {
 			return nil, err
@@ -297,10 +318,18 @@ wait:
 		if err := results.WriteJobsCSV(opts.Out, jobs); err != nil {
 			return nil, err
 		}
+		if stats != nil {
+			if err := results.WriteSeries(opts.Out, rec.Utilization(), rec.Resizes()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res = &Result{Summary: sum, Jobs: jobs, Manifest: manifest}
 	if interrupted == "interrupted" {
 		return res, fmt.Errorf("run interrupted: %w", ctx.Err())
+	}
+	if m := sum.Malleability; m != nil && !m.InvariantsHold {
+		return res, fmt.Errorf("malleability invariants violated: %v %v", m.Violations, m.Details)
 	}
 	return res, nil
 }
@@ -316,7 +345,7 @@ func hasJob(jobs []results.Job, id string) bool {
 
 // submit replays the workload: each job's runner actor starts at the job's
 // submission time.
-func submit(ctx context.Context, plan *scenarios.Plan, env actors.Env, sched *actor.PID, clusters map[string]*actor.PID) {
+func submit(ctx context.Context, plan *scenarios.Plan, env actors.Env, sched *actor.PID, clusters map[string]*actor.PID, stats *malleable.Stats) {
 	for _, j := range plan.Jobs {
 		if err := env.Clock.Sleep(ctx, j.Submit-env.Clock.Now()); err != nil {
 			return
@@ -331,6 +360,11 @@ func submit(ctx context.Context, plan *scenarios.Plan, env actors.Env, sched *ac
 		}
 		props := runner.Props(runner.Config{Job: spec, Scheduler: sched, Clusters: clusters, TimeScale: plan.TimeScale,
 			StartupDelay: plan.Policy.StartupDelay, Env: env})
+		if j.Malleable {
+			props = malleable.RunnerProps(malleable.RunnerConfig{Job: spec, Min: j.Min, Max: j.Max, Profile: j.App,
+				Manager: sched, Clusters: clusters, TimeScale: plan.TimeScale, StartupDelay: plan.Policy.StartupDelay,
+				Stats: stats, Env: env})
+		}
 		if _, err := env.System.Root.SpawnNamed(props, "runner-"+j.ID); err != nil {
 			ev := env.Event("end", "launcher", j.ID)
 			ev.Fields = map[string]string{"status": "failed", "reason": "spawn runner: " + err.Error()}

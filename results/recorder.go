@@ -31,6 +31,14 @@ type Job struct {
 	Reason     string  `json:"reason,omitempty"`
 	Nominal    float64 `json:"nominal_s"` // single-cluster execution time, for net utilisation
 	BytesSent  float64 `json:"bytes_sent"`
+	// Malleable jobs: time-weighted average and maximum processors, the
+	// number of grows and shrinks and the time spent resizing.
+	Malleable bool    `json:"malleable,omitempty"`
+	AvgProcs  float64 `json:"avg_procs,omitempty"`
+	MaxProcs  float64 `json:"max_procs,omitempty"`
+	Grows     int     `json:"grows,omitempty"`
+	Shrinks   int     `json:"shrinks,omitempty"`
+	ResizeS   float64 `json:"resize_s,omitempty"`
 }
 
 // Wait is start - submit.
@@ -69,6 +77,8 @@ type Recorder struct {
 	nominal  func(app string, size int) float64
 	counts   map[string]int
 	onEvent  func(*msg.Event)
+	util     []UtilSample
+	resizes  []ResizeOp
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -124,6 +134,17 @@ func (r *Recorder) Record(ev *msg.Event) {
 			r.err = fmt.Errorf("write events: %w", err)
 		}
 	}
+	switch ev.Kind {
+	case "cluster_util":
+		v := ev.Values
+		r.util = append(r.util, UtilSample{T: ev.TS, Cluster: ev.Fields["cluster"], Capacity: v["capacity"], Idle: v["idle"],
+			Local: v["local"], Koala: v["koala"], Malleable: v["malleable"], Rigid: v["rigid"]})
+	case "grow", "shrink":
+		v := ev.Values
+		r.resizes = append(r.resizes, ResizeOp{T: ev.TS, Job: ev.JobId, Op: ev.Kind, Cluster: ev.Fields["cluster"],
+			Initiator: ev.Fields["initiator"], Mandatory: ev.Fields["mandatory"] == "true",
+			From: int(v["from"]), To: int(v["to"]), ResizeS: v["resize_s"], OpS: v["op_s"]})
+	}
 	if ev.JobId != "" {
 		r.fold(ev)
 	}
@@ -141,6 +162,7 @@ func (r *Recorder) fold(ev *msg.Event) {
 		j.App = ev.Fields["app"]
 		j.Request = ev.Fields["request"]
 		j.Size = int(ev.Values["size"])
+		j.Malleable = ev.Fields["malleable"] == "true"
 		if r.nominal != nil {
 			j.Nominal = r.nominal(j.App, j.Size)
 		}
@@ -162,6 +184,11 @@ func (r *Recorder) fold(ev *msg.Event) {
 		j.Status = ev.Fields["status"]
 		j.Reason = ev.Fields["reason"]
 		j.BytesSent = ev.Values["bytes_sent"]
+		if j.Malleable {
+			j.AvgProcs, j.MaxProcs = ev.Values["avg_procs"], ev.Values["max_procs"]
+			j.Grows, j.Shrinks = int(ev.Values["grows"]), int(ev.Values["shrinks"])
+			j.ResizeS = ev.Values["resize_s"]
+		}
 		r.ended++
 		if r.ended == r.expected {
 			close(r.done)
@@ -208,6 +235,20 @@ func (r *Recorder) Jobs() []Job {
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Submit < out[b].Submit })
 	return out
+}
+
+// Utilization returns the utilisation samples recorded so far.
+func (r *Recorder) Utilization() []UtilSample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]UtilSample(nil), r.util...)
+}
+
+// Resizes returns the grow and shrink operations recorded so far.
+func (r *Recorder) Resizes() []ResizeOp {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ResizeOp(nil), r.resizes...)
 }
 
 // Count returns how many events of a kind were recorded.

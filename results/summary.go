@@ -59,6 +59,7 @@ type Summary struct {
 	ObservedUtilizationPct float64         `json:"observed_utilization_pct"`
 	ExecByApp              map[string]Stat `json:"exec_by_app"`
 	ExecByClusters         map[string]Stat `json:"exec_by_clusters"`
+	Malleability           *Malleability   `json:"malleability,omitempty"`
 	Extra                  map[string]any  `json:"extra,omitempty"`
 }
 
@@ -153,12 +154,14 @@ func WriteJobsCSV(dir string, jobs []Job) error {
 	}
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"id", "application", "size", "request", "components", "clusters", "submit_s", "placement_s",
-		"start_s", "end_s", "wait_s", "queue_s", "startup_s", "exec_s", "response_s", "tries", "status", "reason"})
+		"start_s", "end_s", "wait_s", "queue_s", "startup_s", "exec_s", "response_s", "tries", "status", "reason",
+		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, j := range jobs {
 		_ = w.Write([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
 			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
-			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason})
+			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
+			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -197,7 +200,25 @@ func (s Summary) Print(w io.Writer) {
 	for _, k := range sortedKeys(s.ExecByClusters) {
 		fmt.Fprintf(tw, "exec on %s cluster(s)\t%.1f s (n=%d)\n", k, s.ExecByClusters[k].MeanS, s.ExecByClusters[k].N)
 	}
+	if m := s.Malleability; m != nil {
+		fmt.Fprintf(tw, "malleable jobs\t%d; processors per job: mean avg %.1f, mean max %.1f\n", m.Jobs, m.MeanAvgProcs, m.MeanMaxProcs)
+		fmt.Fprintf(tw, "grows / shrinks\t%d / %d (%d mandatory), resizing %.1f s in all\n", m.Grows, m.Shrinks, m.MandatoryShrinks, m.ResizeTimeS)
+		fmt.Fprintf(tw, "utilisation (KOALA / with local)\t%.1f %% / %.1f %%\n", m.MeanUtilizationPct, m.MeanTotalUtilizationPct)
+		verdict := "hold"
+		if !m.InvariantsHold {
+			verdict = fmt.Sprintf("VIOLATED %v", m.Violations)
+		}
+		fmt.Fprintf(tw, "invariants\t%s (%d checks)\n", verdict, sumInts(m.Checks))
+	}
 	tw.Flush()
+}
+
+func sumInts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func sortedKeys(m map[string]Stat) []string {

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/koala-emu/koala-emu/launch/docker"
+	"github.com/koala-emu/koala-emu/netem/kernel"
 	"github.com/koala-emu/koala-emu/netem/netns"
 )
 
@@ -30,6 +31,11 @@ func cmdClean(ctx context.Context, stdout io.Writer) error {
 			errs = append(errs, fmt.Errorf("netns: %w", err))
 		}
 		fmt.Fprintf(stdout, "netns: removed %d namespaces named %s*\n", len(removed), netns.NamePrefix)
+		links, err := kernel.CleanProbeLinks()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("probe links: %w", err))
+		}
+		fmt.Fprintf(stdout, "kernel: removed %d scratch probe links\n", len(links))
 	} else {
 		fmt.Fprintln(stdout, "netns: not root, namespaces left alone")
 	}

@@ -101,10 +101,13 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 func env() scenarios.Env { return launch.ScenarioEnv() }
 
 type overrideFlags struct {
-	seed      int64
-	timeScale float64
-	dilation  float64
-	policy    string
+	seed         int64
+	timeScale    float64
+	dilation     float64
+	policy       string
+	mallPolicy   string
+	approach     string
+	mallFraction float64
 }
 
 func (o *overrideFlags) register(fs *flag.FlagSet) {
@@ -112,6 +115,9 @@ func (o *overrideFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.timeScale, "time-scale", 0, "override the scenario's time scale")
 	fs.Float64Var(&o.dilation, "dilation", 0, "override the scenario's time dilation")
 	fs.StringVar(&o.policy, "policy", "", "override the placement policy")
+	fs.StringVar(&o.mallPolicy, "malleability-policy", "", "override the malleability policy (fpsma, egs)")
+	fs.StringVar(&o.approach, "approach", "", "override the job-management approach (pra, pwa)")
+	fs.Float64Var(&o.mallFraction, "malleable-fraction", 0, "override the share of malleable jobs (W_m 1, W_mr 0.5)")
 }
 
 func (o *overrideFlags) overrides(fs *flag.FlagSet) scenarios.Overrides {
@@ -126,6 +132,12 @@ func (o *overrideFlags) overrides(fs *flag.FlagSet) scenarios.Overrides {
 			ov.Dilation = &o.dilation
 		case "policy":
 			ov.Placement = &o.policy
+		case "malleability-policy":
+			ov.MalleabilityPolicy = &o.mallPolicy
+		case "approach":
+			ov.Approach = &o.approach
+		case "malleable-fraction":
+			ov.MalleableFraction = &o.mallFraction
 		}
 	})
 	return ov

@@ -1,0 +1,51 @@
+// Package kernel shapes an emulated node's egress in the Linux kernel,
+// per destination cluster, behind the netem.Mechanism interface:
+//
+//   - Netem ("netem"): an HTB root on the egress interface, one class per
+//     destination cluster (its rate), u32 filters on the destination
+//     prefixes, and a netem qdisc under each class for the one-way delay
+//     (and jitter and loss). Used where the kernel has netem; its probe
+//     fails with ErrNoNetem ("no netem qdisc in this kernel (ENOENT)")
+//     where it does not, as on this project's CI kernel.
+//
+//   - HTB ("htb"): the same HTB classes for the rate, and a userspace delay
+//     line for the latency. nftables rules (table "koala_delay", family ip,
+//     postrouting, programmed over netlink) send packets leaving the
+//     egress interface towards a delayed cluster to an NFQUEUE queue, one
+//     queue per cluster; a DelayLine holds each packet and accepts it at
+//     its deadline, after which it continues into HTB. Kernels without the
+//     nftables queue expression get the xtables NFQUEUE target through
+//     nft_compat, as iptables-nft does.
+//
+// Why NFQUEUE and not a TUN device: packets stay in the kernel (only 20
+// header bytes are copied to userspace, whole 64 KB GSO packets are queued
+// as one), ordering per queue is kept by the kernel, a batch verdict
+// releases everything due at once, nothing is re-injected by hand (a TUN
+// device needs forwarding, policy routing, source-address exemptions and
+// userspace copies of every byte), and removing one nftables table undoes
+// the diversion atomically.
+//
+// The delay line is one locked OS thread per installation that receives,
+// holds and releases (ppoll on the queue socket with the next deadline as
+// timeout, 1 ns timer slack, spinning the last DefaultSpin): on small
+// virtual machines every hand-off between threads costs tens of
+// microseconds. It runs with SCHED_FIFO by default when allowed (see
+// HTB.NoRealtime). Release lateness (verdict issued minus deadline) is
+// kept in a ptimer.Histogram; kernel queue drops are read from
+// /proc/net/netfilter/nfnetlink_queue of the namespace.
+//
+// Rates and delays follow Model: targets are what a 1 MB ping-pong reports
+// (netem.WireRate: one way is latency + message/rate), HTB counts Ethernet
+// frames (PayloadFactor: 0.956 of them is TCP payload at MTU 1500), each
+// message starts with a full token bucket (the burst is subtracted), the
+// path's own latency (Floor) and the delay line's own cost (Overhead) are
+// subtracted from the delays, and a target at or below the floor gets no
+// delay. Explicit quantum and burst (at least 16 KB, 120 µs of the rate)
+// keep HTB precise from 10 MB/s to Gbit rates.
+//
+// Probe and Install act on the network namespace of the calling OS thread
+// (netns.Topology.Run locks one); the installation keeps a handle on that
+// namespace, so Close and the statistics work from any goroutine. Every
+// step of Install undoes itself when a later one fails; Close removes the
+// rules, releases what the line holds, closes it and deletes the HTB root.
+package kernel

@@ -1,0 +1,107 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// htbRoot is the handle of the root HTB qdisc (1:).
+var htbRoot = netlink.MakeHandle(1, 0)
+
+// classSpec is the shaping of one destination cluster on one interface.
+type classSpec struct {
+	cluster  string
+	minor    uint16 // class 1:<minor>
+	rate     uint64 // bytes/s counted by HTB (link-layer bytes)
+	burst    uint32 // bytes
+	quantum  uint32 // bytes
+	prefixes []netip.Prefix
+	// netem, when set, puts a netem qdisc with this one-way delay (and
+	// limit) under the class: the Netem mechanism.
+	netem      bool
+	delay      time.Duration
+	netemLimit uint32
+}
+
+func (c classSpec) handle() uint32 { return netlink.MakeHandle(1, c.minor) }
+
+// installHTB puts an HTB root qdisc on link with one class per spec and one
+// u32 filter per destination prefix. Unclassified traffic (other
+// destinations, ARP) bypasses the classes unshaped (HTB's direct queue).
+// On failure the root qdisc is deleted again, which removes every class,
+// leaf and filter under it.
+func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err error) {
+	idx := link.Attrs().Index
+	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: htbRoot, Parent: netlink.HANDLE_ROOT})
+	root.Defcls = 0 // unclassified traffic goes out directly
+	if err := h.QdiscAdd(root); err != nil {
+		return fmt.Errorf("htb: add root qdisc on %s: %w", link.Attrs().Name, err)
+	}
+	defer func() {
+		if err != nil {
+			if derr := h.QdiscDel(root); derr != nil && !errors.Is(derr, unix.ENOENT) && !errors.Is(derr, unix.EINVAL) {
+				err = errors.Join(err, fmt.Errorf("htb: undo root qdisc on %s: %w", link.Attrs().Name, derr))
+			}
+		}
+	}()
+	for i, s := range specs {
+		bits := s.rate * 8
+		cl := netlink.NewHtbClass(
+			netlink.ClassAttrs{LinkIndex: idx, Parent: htbRoot, Handle: s.handle()},
+			netlink.HtbClassAttrs{Rate: bits, Ceil: bits, Buffer: s.burst, Cbuffer: s.burst, Quantum: s.quantum},
+		)
+		if err := h.ClassAdd(cl); err != nil {
+			return fmt.Errorf("htb: add class %x for %s (%d B/s): %w", s.handle(), s.cluster, s.rate, err)
+		}
+		if s.netem {
+			q := netlink.NewNetem(
+				netlink.QdiscAttrs{LinkIndex: idx, Parent: s.handle(), Handle: netlink.MakeHandle(uint16(0x100+i), 0)},
+				netlink.NetemQdiscAttrs{Latency: uint32(s.delay / time.Microsecond), Limit: s.netemLimit},
+			)
+			if err := h.QdiscAdd(q); err != nil {
+				return fmt.Errorf("netem: add qdisc under class %x for %s: %w", s.handle(), s.cluster, err)
+			}
+		}
+		for j, p := range s.prefixes {
+			if !p.Addr().Is4() {
+				return fmt.Errorf("htb: prefix %s of %s: only IPv4 is shaped", p, s.cluster)
+			}
+			p = p.Masked()
+			a := p.Addr().As4()
+			val := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+			mask := uint32(0)
+			if p.Bits() > 0 {
+				mask = ^uint32(0) << (32 - p.Bits())
+			}
+			f := &netlink.U32{
+				FilterAttrs: netlink.FilterAttrs{
+					LinkIndex: idx, Parent: htbRoot, Priority: 1, Protocol: unix.ETH_P_IP,
+				},
+				ClassId: s.handle(),
+				Sel: &netlink.TcU32Sel{
+					Flags: netlink.TC_U32_TERMINAL,
+					Keys:  []netlink.TcU32Key{{Mask: mask, Val: val, Off: 16}},
+				},
+			}
+			if err := h.FilterAdd(f); err != nil {
+				return fmt.Errorf("htb: add u32 filter %s -> class %x (%s, prefix %d): %w", p, s.handle(), s.cluster, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeHTB deletes the root HTB qdisc installed by installHTB (and with it
+// every class, leaf and filter). A root that is already gone is fine.
+func removeHTB(h *netlink.Handle, link netlink.Link) error {
+	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: htbRoot, Parent: netlink.HANDLE_ROOT})
+	if err := h.QdiscDel(root); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("htb: delete root qdisc on %s: %w", link.Attrs().Name, err)
+	}
+	return nil
+}

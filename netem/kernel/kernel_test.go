@@ -1,0 +1,433 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/kernel"
+	"github.com/koala-emu/koala-emu/netem/netns"
+	"github.com/koala-emu/koala-emu/netem/netns/netnstest"
+)
+
+func twoHosts(t testing.TB) *netns.Topology {
+	return netnstest.Setup(t, netns.Spec{Hosts: []netns.HostSpec{
+		{Name: "a", Cluster: "alpha"}, {Name: "b", Cluster: "beta"},
+	}})
+}
+
+func install(t testing.TB, topo *netns.Topology, h *netns.Host, m netem.Mechanism, plan netem.EgressPlan, dsts map[string][]netip.Prefix) netem.Installed {
+	t.Helper()
+	var in netem.Installed
+	err := topo.Run(h, func() error {
+		var err error
+		in, err = m.Install(context.Background(), plan, dsts)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("install on %s: %v", h.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := in.Close(); err != nil {
+			t.Errorf("close on %s: %v", h.Name, err)
+		}
+	})
+	return in
+}
+
+// state is what the host's namespace holds of ours.
+type state struct {
+	qdiscs  []string // kinds on eth0
+	classes int
+	filters int
+	tables  []string
+	queues  []string // lines of /proc/net/netfilter/nfnetlink_queue
+}
+
+func inspect(t testing.TB, topo *netns.Topology, h *netns.Host) state {
+	t.Helper()
+	var st state
+	err := topo.Run(h, func() error {
+		l, err := netlink.LinkByName(netns.HostIface)
+		if err != nil {
+			return err
+		}
+		qs, err := netlink.QdiscList(l)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			st.qdiscs = append(st.qdiscs, q.Type())
+		}
+		cs, err := netlink.ClassList(l, netlink.MakeHandle(1, 0))
+		if err == nil {
+			st.classes = len(cs)
+		}
+		fs, err := netlink.FilterList(l, netlink.MakeHandle(1, 0))
+		if err == nil {
+			for _, f := range fs {
+				if f.Type() == "u32" {
+					if u, ok := f.(*netlink.U32); ok && u.ClassId != 0 {
+						st.filters++
+					}
+				}
+			}
+		}
+		c, err := nftables.New()
+		if err != nil {
+			return err
+		}
+		tables, err := c.ListTables()
+		if err != nil {
+			return err
+		}
+		for _, tb := range tables {
+			st.tables = append(st.tables, tb.Name)
+		}
+		b, err := os.ReadFile("/proc/thread-self/net/netfilter/nfnetlink_queue")
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line != "" {
+				st.queues = append(st.queues, line)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("inspect %s: %v", h.Name, err)
+	}
+	return st
+}
+
+func (s state) clean() bool {
+	for _, q := range s.qdiscs {
+		if q == "htb" || q == "netem" {
+			return false
+		}
+	}
+	return len(s.tables) == 0 && len(s.queues) == 0
+}
+
+func probe(t testing.TB, topo *netns.Topology, h *netns.Host, m netem.Mechanism) error {
+	t.Helper()
+	var perr error
+	if err := topo.Run(h, func() error { perr = m.Probe(context.Background()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return perr
+}
+
+// TestNetemMechanism runs where the kernel has the netem qdisc and skips,
+// with the probe's reason, where it does not.
+func TestNetemMechanism(t *testing.T) {
+	topo := twoHosts(t)
+	a, b := topo.Host("a"), topo.Host("b")
+	if err := probe(t, topo, a, kernel.Netem{}); err != nil {
+		if errors.Is(err, kernel.ErrNoNetem) {
+			t.Skip("no netem qdisc in this kernel (ENOENT)")
+		}
+		t.Fatalf("netem probe: %v", err)
+	}
+	plan := netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{
+		"beta": {Latency: 300 * time.Microsecond, Bandwidth: 50e6},
+	}}
+	in := install(t, topo, a, kernel.Netem{}, plan, topo.Destinations())
+	st := inspect(t, topo, a)
+	if !contains(st.qdiscs, "htb") || !contains(st.qdiscs, "netem") || st.classes != 1 || st.filters != 1 {
+		t.Errorf("installed state %+v, want htb root, one class with a netem leaf, one filter", st)
+	}
+	echo(t, topo, a, b, 20)
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := inspect(t, topo, a); !st.clean() {
+		t.Errorf("after close: %+v", st)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// echo sends n TCP round trips from a to b and checks the bytes.
+func echo(t testing.TB, topo *netns.Topology, a, b *netns.Host, n int) {
+	t.Helper()
+	ln, err := topo.Listen(t.Context(), b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 1<<16)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if _, err := c.Write(buf[:k]); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := topo.Dial(t.Context(), a, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	msg := make([]byte, 4000)
+	got := make([]byte, len(msg))
+	for i := range n {
+		binary.BigEndian.PutUint32(msg, uint32(i))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readFull(c, got); err != nil {
+			t.Fatal(err)
+		}
+		if binary.BigEndian.Uint32(got) != uint32(i) {
+			t.Fatalf("round %d: echo %d", i, binary.BigEndian.Uint32(got))
+		}
+	}
+}
+
+func readFull(c net.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := c.Read(b[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func TestHTBProbe(t *testing.T) {
+	topo := twoHosts(t)
+	a := topo.Host("a")
+	if err := probe(t, topo, a, kernel.HTB{}); err != nil {
+		t.Fatalf("htb probe: %v", err)
+	}
+	// The probe leaves nothing: no scratch veth, no table, no queue.
+	err := topo.Run(a, func() error {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return err
+		}
+		for _, l := range links {
+			if strings.HasPrefix(l.Attrs().Name, "koala") {
+				t.Errorf("probe left link %s", l.Attrs().Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := inspect(t, topo, a); !st.clean() {
+		t.Errorf("after probe: %+v", st)
+	}
+}
+
+// TestHTBMechanism installs rates and delays on two hosts, checks the
+// kernel state, sends traffic through it, and checks that Close removes
+// everything.
+func TestHTBMechanism(t *testing.T) {
+	topo := twoHosts(t)
+	a, b := topo.Host("a"), topo.Host("b")
+	const delay = 500 * time.Microsecond
+	planA := netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{
+		"alpha": {Latency: 30 * time.Microsecond, Bandwidth: 500e6}, // rate only (Floor unknown: delay in full)
+		"beta":  {Latency: delay, Bandwidth: 50e6},
+	}}
+	planB := netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{
+		"alpha": {Latency: delay, Bandwidth: 50e6},
+	}}
+	mech := kernel.HTB{Model: kernel.Model{Floor: 40 * time.Microsecond}}
+	inA := install(t, topo, a, mech, planA, topo.Destinations())
+	install(t, topo, b, mech, planB, topo.Destinations())
+
+	st := inspect(t, topo, a)
+	if !contains(st.qdiscs, "htb") || st.classes != 2 || st.filters != 2 {
+		t.Errorf("a: %+v, want an htb root with two classes and two u32 filters", st)
+	}
+	if !contains(st.tables, kernel.TableName) || len(st.queues) != 1 {
+		t.Errorf("a: tables %v queues %v, want %s and one bound queue", st.tables, st.queues, kernel.TableName)
+	}
+	sh := inA.(*kernel.Installed).Shaping()
+	if sh["alpha"].Divert || !sh["alpha"].Floor {
+		t.Errorf("alpha (target below the floor) shaped %+v, want floor, no delay line", sh["alpha"])
+	}
+	if !sh["beta"].Divert || sh["beta"].Delay != delay-40*time.Microsecond {
+		t.Errorf("beta shaped %+v", sh["beta"])
+	}
+	if eff := inA.Effective()["beta"]; eff.Latency != delay || eff.Bandwidth != 50e6 {
+		t.Errorf("effective %+v", eff)
+	}
+
+	echo(t, topo, a, b, 50)
+	udpHoldsAtLeast(t, topo, a, b, sh["beta"].Delay, 200)
+
+	ds := inA.DelayStats()
+	if ds.Released < 50 || ds.Drops != 0 || ds.Lateness.Count == 0 {
+		t.Errorf("delay stats %+v", ds)
+	}
+	if err := inA.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inA.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	if st := inspect(t, topo, a); !st.clean() {
+		t.Errorf("after close: %+v", st)
+	}
+}
+
+// udpHoldsAtLeast sends n datagrams from a to b, each carrying its send
+// time, and checks that none arrived sooner than the delay line's delay
+// (a lower bound the line guarantees whatever the load).
+func udpHoldsAtLeast(t testing.TB, topo *netns.Topology, a, b *netns.Host, delay time.Duration, n int) {
+	t.Helper()
+	var pc net.PacketConn
+	if err := topo.Run(b, func() error {
+		var err error
+		pc, err = net.ListenPacket("udp4", net.JoinHostPort(b.Addr.String(), "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	c, err := topo.Dial(t.Context(), a, "udp4", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for i := 0; i < n; i++ {
+			_ = pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			k, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				done <- err
+				return
+			}
+			now := time.Since(base)
+			sent := time.Duration(binary.BigEndian.Uint64(buf[:k]))
+			if now-sent < delay {
+				done <- errors.New("datagram arrived after " + (now - sent).String() + ", before the delay " + delay.String())
+				return
+			}
+		}
+		done <- nil
+	}()
+	msg := make([]byte, 8)
+	for range n {
+		binary.BigEndian.PutUint64(msg, uint64(time.Since(base)))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHTBInstallUndoes makes the last step of an install fail (an IPv6
+// destination for the delay line's rules) and checks that the HTB root and
+// the bound queue it had already set up are gone.
+func TestHTBInstallUndoes(t *testing.T) {
+	topo := twoHosts(t)
+	a := topo.Host("a")
+	plan := netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{
+		"beta":  {Bandwidth: 50e6},
+		"gamma": {Latency: time.Millisecond},
+	}}
+	dsts := map[string][]netip.Prefix{
+		"beta":  {netns.ClusterPrefix(1)},
+		"gamma": {netip.MustParsePrefix("fd00::/64")},
+	}
+	var err error
+	if rerr := topo.Run(a, func() error {
+		_, err = kernel.HTB{Dev: netns.HostIface}.Install(context.Background(), plan, dsts)
+		return nil
+	}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err == nil {
+		t.Fatal("install with an IPv6 delay destination succeeded")
+	}
+	if !strings.Contains(err.Error(), "IPv4") {
+		t.Errorf("error %v does not name the cause", err)
+	}
+	if st := inspect(t, topo, a); !st.clean() {
+		t.Errorf("after failed install: %+v", st)
+	}
+}
+
+func TestUnknownInterface(t *testing.T) {
+	topo := twoHosts(t)
+	a := topo.Host("a")
+	plan := netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Bandwidth: 1e6}}}
+	var err error
+	_ = topo.Run(a, func() error {
+		_, err = kernel.HTB{Dev: "nosuch0"}.Install(context.Background(), plan, topo.Destinations())
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "nosuch0") {
+		t.Errorf("install on a missing interface: %v", err)
+	}
+}
+
+func TestCleanProbeLinks(t *testing.T) {
+	topo := twoHosts(t)
+	a := topo.Host("a")
+	var removed []string
+	err := topo.Run(a, func() error {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "koalap000001a"}, PeerName: "koalap000001b"}); err != nil {
+			return err
+		}
+		var err error
+		removed, err = kernel.CleanProbeLinks()
+		if err != nil {
+			return err
+		}
+		if _, err := netlink.LinkByName("koalap000001a"); err == nil {
+			return errors.New("probe veth still there")
+		}
+		if _, err := netlink.LinkByName(netns.HostIface); err != nil {
+			return errors.New("eth0 removed too")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) == 0 {
+		t.Error("nothing reported removed")
+	}
+}

@@ -1,0 +1,194 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/xt"
+	"golang.org/x/sys/unix"
+)
+
+// TableName is the nftables table (family ip) holding the delay line's
+// rules in a node's namespace. Nothing else of the ruleset is touched.
+const TableName = "koala_delay"
+
+// queueRule diverts packets leaving through one interface to one set of
+// destination prefixes into one NFQUEUE queue.
+type queueRule struct {
+	queue    uint16
+	prefixes []netip.Prefix
+}
+
+// nftOpen connects to nftables in the namespace nsFd refers to (0: the
+// calling thread's namespace).
+func nftOpen(nsFd int) (*nftables.Conn, error) {
+	var opts []nftables.ConnOption
+	switch {
+	case nsFd > 0 && sameNamespace(nsFd):
+		// No namespace switch (see inNamespace): one lasting socket,
+		// opened here, stays in this namespace for every later operation,
+		// from whichever thread.
+		opts = append(opts, nftables.AsLasting())
+	case nsFd > 0:
+		opts = append(opts, nftables.WithNetNSFd(nsFd))
+	}
+	c, err := nftables.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	return c, nil
+}
+
+// installQueueRules creates table TableName with one postrouting chain
+// (type filter, priority 0) and, for every rule, one nftables rule per
+// prefix:
+//
+//	meta oif <ifindex> ip daddr & <mask> == <net> queue num <queue>
+//
+// in one atomic transaction: either all of it exists afterwards or none.
+// No bypass flag: if the delay line's socket went away, packets to delayed
+// destinations are dropped (a loud failure), never sent undelayed.
+//
+// The native nftables queue expression (nft_queue) is tried first; kernels
+// without it (this project's CI kernel) get the xtables NFQUEUE target
+// through nft_compat, as iptables-nft does. It returns which one is in use.
+func installQueueRules(c *nftables.Conn, ifindex int, rules []queueRule) (string, error) {
+	if ifindex <= 0 {
+		return "", fmt.Errorf("nftables: invalid interface index %d", ifindex)
+	}
+	for _, r := range rules {
+		for _, p := range r.prefixes {
+			if !p.Addr().Is4() {
+				return "", fmt.Errorf("nftables: prefix %s: only IPv4 is shaped", p)
+			}
+		}
+	}
+	err := addQueueRules(c, ifindex, rules, false)
+	if err == nil {
+		return "nft queue", nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return "", err
+	}
+	if err2 := addQueueRules(c, ifindex, rules, true); err2 != nil {
+		return "", errors.Join(err, err2)
+	}
+	return "xt NFQUEUE", nil
+}
+
+// queueExpr sends a packet to an NFQUEUE queue: the native expression or
+// the xtables target (struct xt_NFQ_info_v3: queue number, queues total,
+// flags, in host byte order, padded to 8 bytes).
+func queueExpr(queue uint16, compat bool) expr.Any {
+	if !compat {
+		return &expr.Queue{Num: queue, Total: 1}
+	}
+	info := make(xt.Unknown, 8)
+	binary.NativeEndian.PutUint16(info[0:], queue)
+	binary.NativeEndian.PutUint16(info[2:], 1)
+	return &expr.Target{Name: "NFQUEUE", Rev: 3, Info: &info}
+}
+
+// addQueueRules queues and flushes the transaction; the caller validated
+// the interface and the prefixes, so nothing is left queued on failure.
+func addQueueRules(c *nftables.Conn, ifindex int, rules []queueRule, compat bool) error {
+	tb := c.AddTable(&nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4})
+	policy := nftables.ChainPolicyAccept
+	ch := c.AddChain(&nftables.Chain{
+		Name:     "egress",
+		Table:    tb,
+		Type:     nftables.ChainTypeFilter,
+		Hooknum:  nftables.ChainHookPostrouting,
+		Priority: nftables.ChainPriorityFilter,
+		Policy:   &policy,
+	})
+	oif := binary.NativeEndian.AppendUint32(nil, uint32(ifindex))
+	for _, r := range rules {
+		for _, p := range r.prefixes {
+			p = p.Masked()
+			mask := prefixMask(p.Bits())
+			netb := p.Addr().As4()
+			c.AddRule(&nftables.Rule{
+				Table: tb,
+				Chain: ch,
+				Exprs: []expr.Any{
+					&expr.Meta{Key: expr.MetaKeyOIF, Register: 1},
+					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: oif},
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+					&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask[:], Xor: []byte{0, 0, 0, 0}},
+					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: netb[:]},
+					queueExpr(r.queue, compat),
+				},
+			})
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables: install %s: %w", TableName, err)
+	}
+	return nil
+}
+
+func prefixMask(bits int) [4]byte {
+	var m [4]byte
+	v := ^uint32(0) << (32 - bits)
+	if bits == 0 {
+		v = 0
+	}
+	binary.BigEndian.PutUint32(m[:], v)
+	return m
+}
+
+// removeQueueRules deletes table TableName. A table that is already gone
+// is not an error.
+func removeQueueRules(c *nftables.Conn) error {
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return fmt.Errorf("nftables: list tables: %w", err)
+	}
+	found := false
+	for _, t := range tables {
+		if t.Name == TableName {
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	c.DelTable(&nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables: delete %s: %w", TableName, err)
+	}
+	return nil
+}
+
+// probeNftables adds a table with a regular chain (no hook: no packet ever
+// reaches it) holding a rule that sends to an NFQUEUE queue, natively or
+// through the xtables target, and deletes it again.
+func probeNftables(c *nftables.Conn, name string) (string, error) {
+	try := func(compat bool) error {
+		tb := c.AddTable(&nftables.Table{Name: name, Family: nftables.TableFamilyIPv4})
+		ch := c.AddChain(&nftables.Chain{Name: "probe", Table: tb})
+		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: []expr.Any{queueExpr(65000, compat)}})
+		return c.Flush()
+	}
+	how := "nft queue"
+	if err := try(false); err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("nftables: %w", err)
+		}
+		how = "xt NFQUEUE"
+		if err2 := try(true); err2 != nil {
+			return "", fmt.Errorf("nftables: no NFQUEUE (neither the queue expression nor the xtables target): %w", errors.Join(err, err2))
+		}
+	}
+	tb := &nftables.Table{Name: name, Family: nftables.TableFamilyIPv4}
+	c.DelTable(tb)
+	if err := c.Flush(); err != nil {
+		return "", fmt.Errorf("nftables: delete probe table %s: %w", name, err)
+	}
+	return how, nil
+}

@@ -1,0 +1,189 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/netem"
+)
+
+func TestPayloadFactor(t *testing.T) {
+	if f := PayloadFactor(1500); math.Abs(f-0.9564) > 0.0005 {
+		t.Errorf("PayloadFactor(1500) = %.4f, want about 0.956 (FACTS)", f)
+	}
+	if PayloadFactor(9000) <= PayloadFactor(1500) {
+		t.Error("jumbo frames should carry a larger payload share")
+	}
+	if PayloadFactor(0) != PayloadFactor(DefaultMTU) {
+		t.Error("unknown MTU should fall back to the default")
+	}
+}
+
+func TestModelShape(t *testing.T) {
+	us := time.Microsecond
+	m := Model{Floor: 10 * us, Overhead: 60 * us, Overhead0: 35 * us}
+	cases := []struct {
+		name   string
+		target netem.Link
+		line   bool
+		floor  bool
+		divert bool
+		delay  time.Duration
+	}{
+		{"below floor", netem.Link{Latency: 8 * us}, true, true, false, 0},
+		{"at floor", netem.Link{Latency: 10 * us}, true, true, false, 0},
+		{"just above floor", netem.Link{Latency: 13 * us}, true, false, false, 0},
+		{"within the tolerance of the floor", netem.Link{Latency: 30 * us}, true, false, false, 0},
+		{"line nearer than the floor", netem.Link{Latency: 33 * us}, true, false, true, 0},
+		{"nearer with idle line", netem.Link{Latency: 40 * us}, true, false, true, 0},
+		{"line spins", netem.Link{Latency: 50 * us}, true, false, true, 5 * us},
+		{"line sleeps", netem.Link{Latency: 400 * us}, true, false, true, 330 * us},
+		{"netem gets the full need", netem.Link{Latency: 400 * us}, false, false, false, 390 * us},
+		{"unavailable", netem.Link{Unavailable: true}, true, false, false, 0},
+	}
+	for _, c := range cases {
+		s := m.shape("x", c.target, 1500, c.line)
+		if s.Floor != c.floor || s.Divert != c.divert || s.Delay != c.delay {
+			t.Errorf("%s: floor %v divert %v delay %v; want %v %v %v", c.name, s.Floor, s.Divert, s.Delay, c.floor, c.divert, c.delay)
+		}
+	}
+}
+
+func TestModelNearerWithoutLine(t *testing.T) {
+	us := time.Microsecond
+	m := Model{Floor: 10 * us, Overhead: 90 * us, Overhead0: 70 * us}
+	// need 25 µs: the line would land 45 µs over, the floor 25 µs under.
+	if s := m.shape("x", netem.Link{Latency: 35 * us}, 1500, true); s.Divert || s.Floor || s.Delay != 0 {
+		t.Errorf("shaped %+v, want nothing", s)
+	}
+}
+
+func TestModelRate(t *testing.T) {
+	m := Model{}
+	for _, l := range []netem.Link{
+		{Bandwidth: 10e6, Latency: 1450 * time.Microsecond},
+		{Bandwidth: 185e6, Latency: 400 * time.Microsecond},
+		{Bandwidth: 561e6, Latency: 30 * time.Microsecond},
+	} {
+		s := m.shape("x", l, 1500, true)
+		if s.Burst < minBurst {
+			t.Errorf("%v: burst %d below %d", l, s.Burst, minBurst)
+		}
+		// The model's own prediction of the ping-pong figure must give the
+		// target back: one way = L + (msg-burst)/(rate*f).
+		msg := float64(netem.BandwidthMsgSize)
+		oneWay := l.Latency.Seconds() + (msg-float64(s.Burst))/(float64(s.Rate)*PayloadFactor(1500))
+		if got := msg / oneWay; math.Abs(got/l.Bandwidth-1) > 0.001 {
+			t.Errorf("%v: model predicts %.1f MB/s", l, got/1e6)
+		}
+	}
+	if s := m.shape("x", netem.Link{Latency: time.Millisecond}, 1500, true); s.Rate != 0 {
+		t.Errorf("no bandwidth target should leave the rate unlimited, got %d", s.Rate)
+	}
+}
+
+func TestModelEffective(t *testing.T) {
+	us := time.Microsecond
+	m := Model{Floor: 10 * us, Overhead: 60 * us, Overhead0: 35 * us}
+	for _, l := range []time.Duration{8 * us, 50 * us, 400 * us} {
+		target := netem.Link{Latency: l, Bandwidth: 100e6}
+		e := m.effective(m.shape("x", target, 1500, true))
+		if l <= m.Floor {
+			if e.Latency != m.Floor {
+				t.Errorf("%v: effective %v, want the floor", l, e.Latency)
+			}
+			continue
+		}
+		if e.Latency != l {
+			t.Errorf("%v: effective %v", l, e.Latency)
+		}
+		if e.Bandwidth != target.Bandwidth {
+			t.Errorf("%v: effective bandwidth %v", l, e.Bandwidth)
+		}
+	}
+}
+
+func attr(typ uint16, data []byte) []byte {
+	b := binary.NativeEndian.AppendUint16(nil, uint16(4+len(data)))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func TestParsePacket(t *testing.T) {
+	body := []byte{0, 0, 0x03, 0xe9} // nfgenmsg, queue 1001
+	hdr := binary.BigEndian.AppendUint32(nil, 77)
+	hdr = append(hdr, 0x08, 0x00, 4)
+	body = append(body, attr(nfqaPacketHdr, hdr)...)
+	ts := binary.BigEndian.AppendUint64(nil, 12)
+	ts = binary.BigEndian.AppendUint64(ts, 345)
+	body = append(body, attr(nfqaTimestamp, ts)...)
+	ip := make([]byte, 20)
+	ip[0] = 0x45
+	copy(ip[16:], []byte{10, 77, 2, 1})
+	body = append(body, attr(nfqaPayload, ip)...)
+	body = append(body, attr(nfqaCapLen, binary.BigEndian.AppendUint32(nil, 65226))...)
+	p, err := parsePacket(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.queue != 1001 || p.id != 77 || p.len != 65226 || !p.hdr || p.dst != [4]byte{10, 77, 2, 1} || p.stamp != 12e9+345e3 {
+		t.Errorf("parsed %+v", p)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = parsePacket(body) }); allocs != 0 {
+		t.Errorf("parsePacket allocates %v times per packet", allocs)
+	}
+	if _, err := parsePacket(body[:4]); err == nil {
+		t.Error("packet without header accepted")
+	}
+	bad := append([]byte(nil), body...)
+	binary.NativeEndian.PutUint16(bad[4:], 200) // attribute longer than the message
+	if _, err := parsePacket(bad); err == nil {
+		t.Error("malformed attribute accepted")
+	}
+}
+
+func TestAppendVerdict(t *testing.T) {
+	b := appendVerdict(nil, 1002, 99, nfAccept)
+	if len(b) != 32 || int(binary.NativeEndian.Uint32(b)) != len(b) {
+		t.Fatalf("verdict message %x", b)
+	}
+	if typ := binary.NativeEndian.Uint16(b[4:]); typ != 3<<8|nfqnlMsgVerdictBatch {
+		t.Errorf("type %#x", typ)
+	}
+	if q := binary.BigEndian.Uint16(b[18:]); q != 1002 {
+		t.Errorf("queue %d", q)
+	}
+	if v, id := binary.BigEndian.Uint32(b[24:]), binary.BigEndian.Uint32(b[28:]); v != nfAccept || id != 99 {
+		t.Errorf("verdict %d id %d", v, id)
+	}
+}
+
+func TestParseQueueDrops(t *testing.T) {
+	in := "" +
+		" 1000  12345     1 2    20     3     4       99  1\n" +
+		" 1001  12345     1 2    20     0     1       10  1\n" +
+		"   77  55555     1 2 65535     9     9      100  1\n"
+	got, err := parseQueueDrops(strings.NewReader(in), func(q uint16) bool { return q >= 1000 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 8 {
+		t.Errorf("drops %d, want 8 (queue 77 is not ours)", got)
+	}
+}
+
+func TestPrefixMask(t *testing.T) {
+	if m := prefixMask(24); m != [4]byte{255, 255, 255, 0} {
+		t.Errorf("/24 %v", m)
+	}
+	if m := prefixMask(0); m != [4]byte{} {
+		t.Errorf("/0 %v", m)
+	}
+}

@@ -1,0 +1,391 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/kernel"
+	"github.com/koala-emu/koala-emu/netem/ptimer"
+)
+
+// CalibrateOptions configures CalibrateNetns.
+type CalibrateOptions struct {
+	PingPong netem.PingPongOptions
+	// RunID names the namespaces (koala-<RunID>-...); "" picks one.
+	RunID string
+	// Dilation applied to every link (<= 1: none).
+	Dilation float64
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+	// OverheadProbe is the delay at which the delay line's own overhead is
+	// measured; 0 means 300 µs (the line then sleeps between packets, as it
+	// does at DAS-3's inter-cluster latencies).
+	OverheadProbe time.Duration
+	// NoRealtime keeps the delay lines' threads in normal scheduling
+	// (kernel.HTB.NoRealtime).
+	NoRealtime bool
+	// Attempts is how many times a pair is measured at most, as in
+	// netem.CalibrateOptions: a pair that FAILs or whose p99 release
+	// lateness exceeds netem.MaxReleaseLateness is measured again (fresh
+	// connection, same installation) and the first good attempt, else the
+	// first, is kept; the row says how many were made. Transient load
+	// from other processes on a small shared machine otherwise fails pairs
+	// the emulator reproduces when it gets the CPU. 0 means 3.
+	Attempts int
+}
+
+// CalibrationInfo is what CalibrateNetns learned about the path besides
+// the rows.
+type CalibrationInfo struct {
+	Mechanism string
+	Reason    string
+	// Floor is the unshaped one-way latency between two hosts.
+	Floor time.Duration
+	// FloorBandwidth is the unshaped 1 MB ping-pong bandwidth.
+	FloorBandwidth float64
+	// Overhead and Overhead0 are the delay line's own one-way cost with a
+	// sleeping line (at OverheadProbe) and at zero delay (htb only).
+	Overhead, Overhead0 time.Duration
+	// Model is what was installed with.
+	Model kernel.Model
+}
+
+// CalibrateNetns measures every unordered cluster pair of m (a cluster with
+// itself included, unavailable pairs skipped) over the project's own test
+// hosts: two namespaces per cluster on one bridge, the selected mechanism
+// installed in each with that host's egress plan. want is
+// auto|netem|htb|userspace (see netem.Select; candidates in order netem,
+// htb, userspace). An explicitly requested mechanism that cannot run here
+// fails at once with the probe's reason (for netem on this project's CI
+// kernel: "no netem qdisc in this kernel (ENOENT)").
+//
+// Before the pairs it measures the unshaped one-way latency (the floor:
+// targets at or below it get no delay and are judged FLOOR) and, for htb,
+// the delay line's own cost, which is subtracted from the delays it adds.
+// A pair that fails is measured again (opts.Attempts). Every namespace is
+// removed before it returns, also on error. The lead's command prints the
+// rows with netem.PrintCalibration; info says what was measured on the way.
+func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts CalibrateOptions) (_ []netem.CalibrationRow, _ netem.CalibrationSummary, info CalibrationInfo, err error) {
+	logf := func(format string, a ...any) {
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, format+"\n", a...)
+		}
+	}
+	d := opts.Dilation
+	if d <= 1 {
+		d = 1
+	}
+	var spec Spec
+	spec.RunID = opts.RunID
+	spec.Clusters = m.Clusters
+	for _, c := range m.Clusters {
+		spec.Hosts = append(spec.Hosts, HostSpec{Name: c + "-0", Cluster: c}, HostSpec{Name: c + "-1", Cluster: c})
+	}
+	if len(m.Clusters) == 0 {
+		return nil, netem.CalibrationSummary{}, info, errors.New("netns: calibrate: no clusters")
+	}
+	topo, err := Setup(ctx, spec)
+	if err != nil {
+		return nil, netem.CalibrationSummary{}, info, err
+	}
+	defer func() {
+		if cerr := topo.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	first := topo.HostsOf(m.Clusters[0])[0]
+
+	// Select (probes run in a host's namespace).
+	var mech netem.Mechanism
+	err = topo.Run(first, func() error {
+		var err error
+		mech, info.Reason, err = netem.Select(ctx, want, []netem.Mechanism{
+			kernel.Netem{}, kernel.HTB{}, netem.Userspace{},
+		})
+		return err
+	})
+	if err != nil {
+		return nil, netem.CalibrationSummary{}, info, err
+	}
+	info.Mechanism = mech.Name()
+	logf("mechanism %s: %s", mech.Name(), info.Reason)
+
+	// The floor: unshaped, between hosts of two clusters (or two hosts of
+	// the only cluster).
+	other := topo.Hosts[1]
+	if len(m.Clusters) > 1 {
+		other = topo.HostsOf(m.Clusters[1])[1]
+	}
+	base, err := measure(ctx, topo, first, other, nil, nil, "", "", opts.PingPong)
+	if err != nil {
+		return nil, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate: floor: %w", err)
+	}
+	info.Floor, info.FloorBandwidth = base.Latency, base.Bandwidth
+	logf("floor: one-way %v, 1 MB ping-pong %.0f MB/s unshaped", base.Latency, base.Bandwidth/1e6)
+
+	model := kernel.Model{Floor: info.Floor}
+	switch mech.Name() {
+	case kernel.NameHTB:
+		if info.Overhead0, info.Overhead, err = lineOverhead(ctx, topo, first, other, info.Floor, opts); err != nil {
+			return nil, netem.CalibrationSummary{}, info, err
+		}
+		model.Overhead, model.Overhead0 = info.Overhead, info.Overhead0
+		mech = kernel.HTB{Model: model, NoRealtime: opts.NoRealtime}
+		logf("delay line overhead: %v sleeping, %v at zero delay", info.Overhead, info.Overhead0)
+	case kernel.NameNetem:
+		mech = kernel.Netem{Model: model}
+	case "userspace":
+		mech = netem.Userspace{} // the plans below are dilated already
+	}
+	info.Model = model
+
+	// Install every host's plan.
+	insts := map[*Host]netem.Installed{}
+	defer func() {
+		for _, in := range insts {
+			if cerr := in.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+	dm := dilate(m, d)
+	for _, h := range topo.Hosts {
+		plan, err := dm.PlanFor(h.Name, h.Cluster)
+		if err != nil {
+			return nil, netem.CalibrationSummary{}, info, err
+		}
+		var in netem.Installed
+		if err := topo.Run(h, func() error {
+			var err error
+			in, err = mech.Install(ctx, plan, topo.Destinations())
+			return err
+		}); err != nil {
+			return nil, netem.CalibrationSummary{}, info, fmt.Errorf("netns: install on %s: %w", h.Name, err)
+		}
+		insts[h] = in
+	}
+
+	attempts := opts.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var rows []netem.CalibrationRow
+	for i, src := range m.Clusters {
+		for j := i; j < len(m.Clusters); j++ {
+			dst := m.Clusters[j]
+			target := dm.Links[i][j]
+			if target.Unavailable {
+				continue
+			}
+			a, b := topo.HostsOf(src)[0], topo.HostsOf(dst)[1]
+			var row netem.CalibrationRow
+			made := 0
+			for try := 1; try <= attempts; try++ {
+				made = try
+				r, err := measurePair(ctx, topo, insts, a, b, src, dst, target, info.Floor, mech.Name(), opts.PingPong)
+				if err != nil {
+					return rows, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate %s-%s: %w", src, dst, err)
+				}
+				r.Attempts = try
+				logf("%s-%s attempt %d: %.1f MB/s %v, p99 lateness %v -> %s", src, dst, try, r.Measured.Bandwidth/1e6, r.Measured.Latency, r.Lateness.P99, r.Verdict)
+				if try == 1 || (good(r) && !good(row)) {
+					row = r
+				}
+				if good(row) {
+					break
+				}
+			}
+			row.Attempts = made
+			rows = append(rows, row)
+		}
+	}
+	return rows, netem.SummarizeCalibration(rows), info, nil
+}
+
+func good(r netem.CalibrationRow) bool {
+	return r.Verdict != netem.VerdictFail && r.Lateness.P99 <= netem.MaxReleaseLateness && r.Drops == 0
+}
+
+// measurePair measures one pair over installed mechanisms: a ping-pong
+// from a (cluster src) to b (cluster dst), with the delay lines' lateness
+// and drops of both ends over that measurement.
+func measurePair(ctx context.Context, topo *Topology, insts map[*Host]netem.Installed, a, b *Host, src, dst string,
+	target netem.Link, floor time.Duration, mech string, pp netem.PingPongOptions) (netem.CalibrationRow, error) {
+	quiesce(ctx, insts)
+	before := map[*Host]netem.DelayStats{}
+	for _, h := range []*Host{a, b} {
+		before[h] = insts[h].DelayStats()
+		if r, ok := insts[h].(interface{ ResetLateness() }); ok {
+			r.ResetLateness()
+		}
+	}
+	res, err := measure(ctx, topo, a, b, insts[a], insts[b], src, dst, pp)
+	if err != nil {
+		return netem.CalibrationRow{}, err
+	}
+	var hist ptimer.Histogram
+	var drops, released int64
+	for _, h := range []*Host{a, b} {
+		st := insts[h].DelayStats()
+		drops += st.Drops - before[h].Drops
+		released += st.Released - before[h].Released
+		if lh, ok := insts[h].(interface{ LatenessHistogram() *ptimer.Histogram }); ok {
+			hist.Merge(lh.LatenessHistogram())
+		}
+	}
+	var delay time.Duration
+	if k, ok := insts[a].(*kernel.Installed); ok {
+		delay = k.Shaping()[dst].Delay
+	}
+	v, bwErr, latErr := netem.Verdict(target, res, floor)
+	return netem.CalibrationRow{
+		Src: src, Dst: dst, Target: target, Measured: res, BwErr: bwErr, LatErr: latErr,
+		Mechanism: mech, Verdict: v, Segments: released, Drops: drops,
+		Lateness: hist.Stats(), Baseline: floor, Delay: delay,
+	}, nil
+}
+
+// quiesce waits (up to 50 ms) until no delay line holds a packet, so that
+// the teardown of the previous pair's connection is not counted in the next
+// pair's statistics.
+func quiesce(ctx context.Context, insts map[*Host]netem.Installed) {
+	deadline := time.Now().Add(50 * time.Millisecond)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		held := int64(0)
+		for _, in := range insts {
+			if h, ok := in.(interface{ Held() int64 }); ok {
+				held += h.Held()
+			}
+		}
+		if held == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func dilate(m netem.Matrix, d float64) netem.Matrix {
+	out := netem.Matrix{Clusters: m.Clusters, Links: make([][]netem.Link, len(m.Links))}
+	for i := range m.Links {
+		out.Links[i] = make([]netem.Link, len(m.Links[i]))
+		for j, l := range m.Links[i] {
+			out.Links[i][j] = l.Dilate(d)
+		}
+	}
+	return out
+}
+
+// lineOverhead measures the one-way latency the delay line adds by itself:
+// once with zero delay and once at opts.OverheadProbe, the htb mechanism
+// installed on two hosts with a plan that only delays (no rate).
+func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Duration, opts CalibrateOptions) (zero, sleeping time.Duration, err error) {
+	probe := opts.OverheadProbe
+	if probe <= 0 {
+		probe = 300 * time.Microsecond
+	}
+	run := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+		mech := kernel.HTB{Model: kernel.Model{Floor: floor}, DivertAll: divertAll, NoRealtime: opts.NoRealtime}
+		link := netem.Link{Latency: floor + delay}
+		var ia, ib netem.Installed
+		defer func() {
+			for _, in := range []netem.Installed{ia, ib} {
+				if in != nil {
+					if cerr := in.Close(); cerr != nil {
+						err = errors.Join(err, cerr)
+					}
+				}
+			}
+		}()
+		for _, x := range []struct {
+			h    *Host
+			peer *Host
+			in   *netem.Installed
+		}{{a, b, &ia}, {b, a, &ib}} {
+			plan := netem.EgressPlan{Node: x.h.Name, Cluster: x.h.Cluster, To: map[string]netem.Link{x.peer.Cluster: link}}
+			if err := topo.Run(x.h, func() error {
+				var err error
+				*x.in, err = mech.Install(ctx, plan, topo.Destinations())
+				return err
+			}); err != nil {
+				return 0, err
+			}
+		}
+		res, err := measure(ctx, topo, a, b, nil, nil, "", "", opts.PingPong)
+		if err != nil {
+			return 0, err
+		}
+		return res.Latency - floor - delay, nil
+	}
+	// Three tries each, the median kept: one try is at the mercy of what
+	// else the machine does at that moment.
+	med := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+		var v []time.Duration
+		for range 3 {
+			o, err := run(delay, divertAll)
+			if err != nil {
+				return 0, err
+			}
+			v = append(v, o)
+		}
+		slices.Sort(v)
+		return max(v[1], 0), nil
+	}
+	if zero, err = med(0, true); err != nil {
+		return 0, 0, fmt.Errorf("netns: delay line overhead at zero delay: %w", err)
+	}
+	if sleeping, err = med(probe, false); err != nil {
+		return 0, 0, fmt.Errorf("netns: delay line overhead at %v: %w", probe, err)
+	}
+	// Spinning from arrival to release cannot cost more than sleeping in
+	// between; a measurement saying so was disturbed.
+	return min(zero, sleeping), sleeping, nil
+}
+
+// measure runs a ping-pong from a to b: a server in b's namespace, a
+// client in a's. ea and eb wrap the connections (userspace mechanism;
+// kernel mechanisms return them unchanged); nil means unshaped.
+func measure(ctx context.Context, topo *Topology, a, b *Host, ea, eb netem.Egress, aCluster, bCluster string, pp netem.PingPongOptions) (netem.PingPongResult, error) {
+	ln, err := topo.Listen(ctx, b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
+	if err != nil {
+		return netem.PingPongResult{}, err
+	}
+	var sln net.Listener = ln
+	if eb != nil {
+		sln = netem.WrapListener(ln, eb, aCluster)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	serr := make(chan error, 1)
+	go func() { serr <- netem.ServePingPong(sctx, sln) }()
+	stop := func() error {
+		cancel()
+		return <-serr
+	}
+	conn, err := topo.Dial(ctx, a, "tcp", ln.Addr().String())
+	if err != nil {
+		return netem.PingPongResult{}, errors.Join(err, stop())
+	}
+	if ea != nil {
+		conn = ea.Wrap(conn, bCluster)
+	}
+	res, err := netem.MeasurePingPong(ctx, conn, pp)
+	cerr := conn.Close()
+	if err != nil {
+		return netem.PingPongResult{}, errors.Join(err, stop())
+	}
+	if err := errors.Join(cerr, stop()); err != nil {
+		return netem.PingPongResult{}, err
+	}
+	return res, nil
+}
