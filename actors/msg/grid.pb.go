@@ -131,7 +131,10 @@ type GridShape struct {
 	// links replaces the host's plan from the grid's link matrix when set.
 	Links []*GridLink `protobuf:"bytes,6,rep,name=links,proto3" json:"links,omitempty"`
 	// select_only probes and reports the mechanism without installing.
-	SelectOnly    bool `protobuf:"varint,7,opt,name=select_only,json=selectOnly,proto3" json:"select_only,omitempty"`
+	SelectOnly bool `protobuf:"varint,7,opt,name=select_only,json=selectOnly,proto3" json:"select_only,omitempty"`
+	// spin_ns is how long before a deadline the delay line stops sleeping
+	// and spins: 0 adapts it, negative never spins (kernel.HTB.Spin).
+	SpinNs        int64 `protobuf:"varint,8,opt,name=spin_ns,json=spinNs,proto3" json:"spin_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +216,13 @@ func (x *GridShape) GetSelectOnly() bool {
 		return x.SelectOnly
 	}
 	return false
+}
+
+func (x *GridShape) GetSpinNs() int64 {
+	if x != nil {
+		return x.SpinNs
+	}
+	return 0
 }
 
 // GridShaped: ctl -> launcher.
@@ -766,6 +776,46 @@ func (x *SpawnRunner) GetJob() *JobSpec {
 	return nil
 }
 
+// GridStop: launcher -> ctl: stop the host's actors and shaping and close
+// its membership without announcing a departure (the whole run is going
+// away); the process then idles until its container is removed. Replied
+// with GridAck first.
+type GridStop struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GridStop) Reset() {
+	*x = GridStop{}
+	mi := &file_grid_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GridStop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GridStop) ProtoMessage() {}
+
+func (x *GridStop) ProtoReflect() protoreflect.Message {
+	mi := &file_grid_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GridStop.ProtoReflect.Descriptor instead.
+func (*GridStop) Descriptor() ([]byte, []int) {
+	return file_grid_proto_rawDescGZIP(), []int{11}
+}
+
 // GridReady: information service host -> launcher: the first probe round
 // has completed.
 type GridReady struct {
@@ -777,7 +827,7 @@ type GridReady struct {
 
 func (x *GridReady) Reset() {
 	*x = GridReady{}
-	mi := &file_grid_proto_msgTypes[11]
+	mi := &file_grid_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +839,7 @@ func (x *GridReady) String() string {
 func (*GridReady) ProtoMessage() {}
 
 func (x *GridReady) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[11]
+	mi := &file_grid_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +852,7 @@ func (x *GridReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridReady.ProtoReflect.Descriptor instead.
 func (*GridReady) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{11}
+	return file_grid_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GridReady) GetError() string {
@@ -825,7 +875,7 @@ const file_grid_proto_rawDesc = "" +
 	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
 	"\tjitter_ns\x18\x04 \x01(\x03R\bjitterNs\x12\x12\n" +
 	"\x04loss\x18\x05 \x01(\x01R\x04loss\x12 \n" +
-	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xef\x01\n" +
+	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\x88\x02\n" +
 	"\tGridShape\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x19\n" +
 	"\bfloor_ns\x18\x02 \x01(\x03R\afloorNs\x12\x1f\n" +
@@ -836,7 +886,8 @@ const file_grid_proto_rawDesc = "" +
 	"divert_all\x18\x05 \x01(\bR\tdivertAll\x12%\n" +
 	"\x05links\x18\x06 \x03(\v2\x0f.koala.GridLinkR\x05links\x12\x1f\n" +
 	"\vselect_only\x18\a \x01(\bR\n" +
-	"selectOnly\"\x9b\x01\n" +
+	"selectOnly\x12\x17\n" +
+	"\aspin_ns\x18\b \x01(\x03R\x06spinNs\"\x9b\x01\n" +
 	"\n" +
 	"GridShaped\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x1c\n" +
@@ -877,7 +928,9 @@ const file_grid_proto_rawDesc = "" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"/\n" +
 	"\vSpawnRunner\x12 \n" +
-	"\x03job\x18\x01 \x01(\v2\x0e.koala.JobSpecR\x03job\"!\n" +
+	"\x03job\x18\x01 \x01(\v2\x0e.koala.JobSpecR\x03job\"\n" +
+	"\n" +
+	"\bGridStop\"!\n" +
 	"\tGridReady\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05errorB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
 
@@ -893,7 +946,7 @@ func file_grid_proto_rawDescGZIP() []byte {
 	return file_grid_proto_rawDescData
 }
 
-var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_grid_proto_goTypes = []any{
 	(*GridLink)(nil),            // 0: koala.GridLink
 	(*GridShape)(nil),           // 1: koala.GridShape
@@ -906,13 +959,14 @@ var file_grid_proto_goTypes = []any{
 	(*GridEpoch)(nil),           // 8: koala.GridEpoch
 	(*GridAck)(nil),             // 9: koala.GridAck
 	(*SpawnRunner)(nil),         // 10: koala.SpawnRunner
-	(*GridReady)(nil),           // 11: koala.GridReady
-	(*JobSpec)(nil),             // 12: koala.JobSpec
+	(*GridStop)(nil),            // 11: koala.GridStop
+	(*GridReady)(nil),           // 12: koala.GridReady
+	(*JobSpec)(nil),             // 13: koala.JobSpec
 }
 var file_grid_proto_depIdxs = []int32{
 	0,  // 0: koala.GridShape.links:type_name -> koala.GridLink
 	0,  // 1: koala.GridShaped.effective:type_name -> koala.GridLink
-	12, // 2: koala.SpawnRunner.job:type_name -> koala.JobSpec
+	13, // 2: koala.SpawnRunner.job:type_name -> koala.JobSpec
 	3,  // [3:3] is the sub-list for method output_type
 	3,  // [3:3] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
@@ -932,7 +986,7 @@ func file_grid_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_grid_proto_rawDesc), len(file_grid_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -98,7 +98,7 @@ func BenchmarkSleepLateness(b *testing.B) { benchSleep(b, 0) }
 func BenchmarkSleepLatenessLoaded(b *testing.B) { benchSleep(b, runtime.GOMAXPROCS(0)) }
 
 func benchSleep(b *testing.B, loaders int) {
-	l := New()
+	l := NewWithOptions(Options{Realtime: true})
 	defer l.Close()
 	stop := make(chan struct{})
 	wg := load(loaders, stop)
@@ -129,7 +129,6 @@ func BenchmarkGoTimerLateness(b *testing.B) {
 	}
 	reportStats(b, "late-", h.Stats())
 }
-
 
 // BenchmarkAtLatenessHalfLoad: GOMAXPROCS goroutines busy about half the
 // time.

@@ -319,3 +319,18 @@ func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(
 	}
 	return rep, nil
 }
+
+// UserspaceEgress builds, for RunLocal, one userspace shaper per rank from
+// a link matrix (each rank's plan is its cluster's row), dilated by
+// dilation, releasing on the default delay line.
+func UserspaceEgress(m netem.Matrix, ranks []RankSpec, dilation float64) (func(rank int) netem.Egress, error) {
+	egs := make([]netem.Egress, len(ranks))
+	for i, r := range ranks {
+		plan, err := m.PlanFor(fmt.Sprintf("rank%d", i), r.Cluster)
+		if err != nil {
+			return nil, fmt.Errorf("apps: egress of rank %d: %w", i, err)
+		}
+		egs[i] = netem.NewUserspace(plan, nil, dilation)
+	}
+	return func(rank int) netem.Egress { return egs[rank] }, nil
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/nodes/comm"
 )
 
@@ -271,5 +272,28 @@ func TestRankFailureFailsTheJob(t *testing.T) {
 	_, _, err := RunLocal(ctxT(t), failing{at: 2}, ranks(4), nil, Params{})
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("job with a failing rank: %v", err)
+	}
+}
+
+func TestRunThroughUserspaceShaper(t *testing.T) {
+	m, err := netem.Preset("das3", []string{netem.Vrije, netem.Leiden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := ranks(4, netem.Vrije, netem.Leiden)
+	eg, err := UserspaceEgress(m, rs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]float64{"points": 50, "steps": 40, "step_work_ms": 0.01}
+	_, res, err := RunLocal(ctxT(t), Wave{}, rs, eg, Params{Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := refWave(50, 40); res.Value != want {
+		t.Errorf("checksum through the shaper %v, want %v", res.Value, want)
+	}
+	if _, err := UserspaceEgress(m, ranks(2, "atlantis"), 1); err == nil {
+		t.Error("egress for an unknown cluster built")
 	}
 }

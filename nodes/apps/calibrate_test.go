@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +43,11 @@ func shaped(b *testing.B, rs []RankSpec, d float64) func(int) netem.Egress {
 			u.InlineSpin = -1
 			egs[i] = u
 		default:
-			egs[i] = netem.NewUserspace(plan, nil, d)
+			f, err := UserspaceEgress(m, rs[i:i+1], d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			egs[i] = f(0)
 		}
 	}
 	return func(i int) netem.Egress { return egs[i] }
@@ -107,7 +112,9 @@ func BenchmarkCalibration(b *testing.B) {
 					if os.Getenv("KOALA_CAL_SLEEP") == "timer" {
 						opts = append(opts, WithSleep(goSleep))
 					}
+					cpu0 := cpuTime()
 					rep, err := RunLocalReport(ctx, app, rs, shaped(b, rs, c.dilation), p, opts...)
+					cpu := cpuTime() - cpu0
 					cancel()
 					if err != nil {
 						b.Fatal(err)
@@ -119,6 +126,8 @@ func BenchmarkCalibration(b *testing.B) {
 					b.ReportMetric(float64(rep.Messages())/rep.Elapsed.Seconds(), "msgs/s")
 					b.ReportMetric(float64(rep.Bytes())/rep.Elapsed.Seconds()/1e6, "MB/s")
 					b.ReportMetric(float64(rep.Result.Iterations), "iters")
+					b.ReportMetric(cpu.Seconds()/rep.Elapsed.Seconds(), "cores")
+					b.ReportMetric(float64(cpu.Microseconds())/float64(max(1, rep.Messages())), "cpu-us/msg")
 				}
 			})
 		}
@@ -147,4 +156,13 @@ func (e interOnly) Wrap(c net.Conn, dst string) net.Conn {
 		return c
 	}
 	return e.shaper.Wrap(c, dst)
+}
+
+// cpuTime is the CPU time (user + system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -400,6 +400,17 @@ func (c *Comm) send(ctx context.Context, to int, tag int32, b []byte) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return c.errorf("send to rank %d: %w", to, cerr)
 		}
+		select {
+		case <-l.in.gone: // the peer left (or failed): say so, do not blame the link
+			l.in.mu.Lock()
+			gerr := l.in.goneErr
+			l.in.mu.Unlock()
+			if errors.Is(gerr, ErrPeerClosed) {
+				return c.errorf("send to rank %d: %w", to, ErrPeerClosed)
+			}
+			return gerr
+		default:
+		}
 		e := c.errorf("send to rank %d (%s): %w: %w", to, c.peers[to].Addr, ErrPeerLost, err)
 		c.fail(e)
 		return e

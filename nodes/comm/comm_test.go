@@ -622,3 +622,43 @@ func TestThroughUserspaceShaper(t *testing.T) {
 		}
 	}
 }
+
+func TestConnectRetriesUntilPeerListens(t *testing.T) {
+	ctx := testCtx(t)
+	// Reserve an address for rank 1, which starts listening late.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr1 := l.Addr().String()
+	_ = l.Close()
+	e0, err := Listen(ctx, Options{JobID: "late", Rank: 0}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e0.Close()
+	peers := []Peer{{Rank: 0, Addr: e0.Addr()}, {Rank: 1, Addr: addr1}}
+	type res struct {
+		c   *Comm
+		err error
+	}
+	r0 := make(chan res, 1)
+	go func() { c, err := e0.Connect(ctx, peers); r0 <- res{c, err} }()
+	// Rank 0 is now dialling a closed port; rank 1 shows up afterwards.
+	e1, err := Listen(ctx, Options{JobID: "late", Rank: 1}, addr1)
+	if err != nil {
+		t.Skipf("reserved port was taken meanwhile: %v", err)
+	}
+	defer e1.Close()
+	c1, err := e1.Connect(ctx, peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-r0
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	cs := []*Comm{got.c, c1}
+	spmd(t, cs, func(c *Comm) error { return c.Barrier(ctx) })
+	closeAll(t, cs)
+}

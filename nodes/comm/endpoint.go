@@ -9,7 +9,6 @@ import (
 	"net"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/koala-emu/koala-emu/netem"
@@ -404,8 +403,9 @@ func (e *Endpoint) Connect(ctx context.Context, peers []Peer) (*Comm, error) {
 	return newComm(e.opts, ps, conns), nil
 }
 
-// dial connects to a higher rank and performs the handshake, retrying while
-// the peer is not listening yet.
+// dial connects to a higher rank and performs the handshake. Dial errors
+// (the peer's node or listener not up yet) are retried with backoff until
+// ctx ends; a refused handshake is final.
 func dial(ctx context.Context, addr, job string, rank, size int) (net.Conn, error) {
 	var d net.Dialer
 	backoff := 5 * time.Millisecond
@@ -418,8 +418,9 @@ func dial(ctx context.Context, addr, job string, rank, size int) (net.Conn, erro
 			_ = c.Close()
 			return nil, err
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, err
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return nil, err // a malformed address never gets better
 		}
 		if serr := timerSleep(ctx, backoff); serr != nil {
 			return nil, fmt.Errorf("%w (last attempt: %w)", serr, err)

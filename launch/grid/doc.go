@@ -1,0 +1,43 @@
+// Package grid is the docker backend of koala-emu: every actor host (the
+// scheduler, the information service, each cluster manager, each compute
+// node, each runner site) runs `koala-emu node` in its own container, and
+// the koala-emu process that started the run (the launcher) drives them.
+//
+// A run (Run, RunDocker):
+//
+//  1. The platform (DockerPlatform; the tests use goroutines) builds or
+//     finds the image and creates the run's network: a /24 per cluster.
+//  2. The launcher starts an actor system with protoactor remote on the
+//     network's gateway (the recorder and the submitter live there) and
+//     joins the membership (memberlist) as its first member and seed.
+//  3. Every container starts at once, without readiness waits; each host
+//     starts its actor system with remote on its own IP, its control actor
+//     ("ctl"), a probe endpoint and, on a node, the node actor, then joins
+//     the membership. The launcher counts joins (progress: containers
+//     started and joined) and fails early, with the container's output,
+//     when one exits.
+//  4. Shaping: one node host selects the mechanism by probes
+//     (netem.Select), two measure the unshaped floor and, for htb, the
+//     delay line's own overhead; then every node and cluster-manager host
+//     installs its own egress shaping per destination cluster
+//     (netem/kernel) and reports what is in effect: the run's manifest.
+//  5. Activation, in dependency order: scheduler, information service,
+//     runner sites, cluster managers. Each finds its peers through the
+//     membership (a cluster manager waits until its nodes have joined).
+//     The information service reports its first probe round (GridReady).
+//  6. The launcher sets scenario time 0 on every host (GridEpoch) and
+//     replays the workload: at each submission time the job's runner site
+//     spawns its runner. Events from every host reach the recorder over
+//     remote; results are written as on the inproc backend.
+//
+// Node failures: every cluster manager's host watches the membership for
+// its nodes; one that fails or leaves is reported with msg.NodeDown to its
+// cluster actor (marks it down, emits node_down) and to every runner site,
+// which forwards it to its runners: the runner of a job with a rank there
+// fails the job with a reason naming the node. The job is not resubmitted.
+// results.json counts node failures and the jobs they failed (extra).
+//
+// The messages between the launcher and the hosts are in
+// actors/msg/grid.proto. The same role actors run as on the inproc backend
+// (actors/*), under the same names.
+package grid

@@ -1,0 +1,435 @@
+package grid
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/koala-emu/koala-emu/launch/docker"
+	"github.com/koala-emu/koala-emu/launch/membership"
+)
+
+// Label carrying a runner site's name (runner sites live in the control
+// subnet, so they have no cluster label).
+const labelSite = "koala-emu.site"
+
+// Go runtime settings of every container: a node host idles with a few MiB
+// of live heap, and these keep its footprint small (see README, docker
+// backend).
+const (
+	defaultGOGC       = "50"
+	defaultGOMEMLIMIT = "64MiB"
+)
+
+// DockerOptions configure a DockerPlatform.
+type DockerOptions struct {
+	// Image is a prebuilt koala-emu image (docker.BuildImage). Empty:
+	// build (or reuse) one from Binary.
+	Image string
+	// Binary is the statically linked koala-emu binary the image is built
+	// from. Empty: this executable when it is a static koala-emu binary,
+	// otherwise ./cmd/koala-emu built from the module in Dir.
+	Binary string
+	// Dir is a directory inside the koala-emu module, for building the
+	// binary; empty: the working directory.
+	Dir string
+	// Parallelism bounds concurrent container creations; default 16.
+	Parallelism int
+	// GOGC and GOMEMLIMIT are the Go runtime settings of the containers;
+	// defaults 50 and 64MiB ("off" leaves one unset).
+	GOGC, GOMEMLIMIT string
+	// ID names the run (label koala-emu.run); empty picks one.
+	ID string
+	// Logger receives the docker package's diagnostics; BuildLog the image
+	// build's output; Log the platform's own notices (host tuning). Nil
+	// discards.
+	Logger   docker.Logger
+	BuildLog io.Writer
+	Log      io.Writer
+	// NoHostTuning leaves the kernel's ARP table limits alone (see
+	// EnsureNeighbourRoom): Start then fails when they are too small.
+	NoHostTuning bool
+}
+
+// DockerPlatform runs every actor host in its own container on one Docker
+// network (launch/docker): a /24 per cluster, fixed addresses, the label
+// koala-emu.run on everything.
+type DockerPlatform struct {
+	opts    DockerOptions
+	image   string
+	run     *docker.Run
+	started atomic.Int64
+	mu      sync.Mutex
+}
+
+var _ Platform = (*DockerPlatform)(nil)
+
+// NewDockerPlatform returns a platform that creates its run on Setup.
+func NewDockerPlatform(opts DockerOptions) *DockerPlatform {
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 16
+	}
+	return &DockerPlatform{opts: opts}
+}
+
+// Run returns the Docker run once Setup has created it (nil before).
+func (p *DockerPlatform) Run() *docker.Run {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.run
+}
+
+// Image returns the image the platform uses (after Setup).
+func (p *DockerPlatform) Image() string { return p.image }
+
+// Setup builds or finds the image and creates the run's network.
+func (p *DockerPlatform) Setup(ctx context.Context, clusters []string) (Network, error) {
+	img, err := p.ensureImage(ctx)
+	if err != nil {
+		return Network{}, err
+	}
+	p.image = img
+	run, err := docker.NewRun(ctx, docker.Options{ID: p.opts.ID, Image: img, Clusters: clusters, Parallelism: p.opts.Parallelism,
+		Logger: p.opts.Logger, Progress: func(up, total int) { p.started.Store(int64(up)) }})
+	if err != nil {
+		return Network{}, err
+	}
+	p.mu.Lock()
+	p.run = run
+	p.mu.Unlock()
+	nw := Network{LauncherIP: gateway(run.ControlSubnet()).String(), Subnets: map[string][]netip.Prefix{}}
+	for c, pr := range run.ClusterSubnets() {
+		nw.Subnets[c] = []netip.Prefix{pr}
+	}
+	return nw, nil
+}
+
+// gateway is the bridge's address in the control subnet (10.X.0.1).
+func gateway(control netip.Prefix) netip.Addr { return control.Addr().Next() }
+
+// ensureImage returns the image reference to run, building it if needed.
+func (p *DockerPlatform) ensureImage(ctx context.Context) (string, error) {
+	if p.opts.Image != "" {
+		return p.opts.Image, nil
+	}
+	iopts := docker.ImageOptions{Binary: p.opts.Binary, Dir: p.opts.Dir, BuildLog: p.opts.BuildLog, Logger: p.opts.Logger}
+	if iopts.Binary == "" {
+		if exe, err := os.Executable(); err == nil && strings.HasPrefix(filepath.Base(exe), "koala-emu") && docker.CheckStatic(exe) == nil {
+			iopts.Binary = exe
+		}
+	}
+	if iopts.Binary == "" {
+		dir, err := moduleDir(p.opts.Dir)
+		if err != nil {
+			return "", fmt.Errorf("docker backend: no static koala-emu binary to put into the image (this executable is dynamically linked or not koala-emu; build it with CGO_ENABLED=0, e.g. make build) and %w", err)
+		}
+		iopts.Dir, iopts.Package = dir, "./cmd/koala-emu"
+	}
+	img, err := docker.BuildImage(ctx, iopts)
+	if err != nil {
+		return "", fmt.Errorf("docker backend: the koala-emu image cannot be built: %w", err)
+	}
+	return img, nil
+}
+
+// moduleDir finds the koala-emu module's root from dir (or the working
+// directory) upwards.
+func moduleDir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "module" && f[1] == "github.com/koala-emu/koala-emu" {
+					return d, nil
+				}
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("%s is not inside the koala-emu module to build one from", dir)
+		}
+	}
+}
+
+// Membership is memberlist on the run network's gateway, on a free port.
+func (p *DockerPlatform) Membership(self membership.Member) (membership.Provider, error) {
+	run := p.Run()
+	if run == nil {
+		return nil, errors.New("docker backend: membership before Setup")
+	}
+	gw := gateway(run.ControlSubnet()).String()
+	c := MembershipConfig(self)
+	c.BindAddr, c.AdvertiseAddr, c.BindPort = gw, gw, 0
+	if os.Getenv(EnvDebug) != "" {
+		c.LogOutput = os.Stderr
+	}
+	return membership.NewMemberlist(c)
+}
+
+// addresses assigns fixed addresses: in each cluster's /24 the manager is
+// .1 and the nodes .2 on; in the control /24 (whose .1 is the gateway) the
+// scheduler is .2, the information service .3, the runner sites .10 on.
+func addresses(control netip.Prefix, subs map[string]netip.Prefix, hosts []HostSpec) (map[string]netip.Addr, error) {
+	out := map[string]netip.Addr{}
+	nextNode := map[string]int{}
+	site := 10
+	at := func(p netip.Prefix, host int) (netip.Addr, error) {
+		if host < 1 || host > 254 {
+			return netip.Addr{}, fmt.Errorf("docker backend: subnet %v holds at most 254 hosts", p)
+		}
+		b := p.Addr().As4()
+		b[3] = byte(host)
+		return netip.AddrFrom4(b), nil
+	}
+	for _, h := range hosts {
+		var a netip.Addr
+		var err error
+		switch h.Role {
+		case membership.RoleScheduler:
+			a, err = at(control, 2)
+		case membership.RoleKIS:
+			a, err = at(control, 3)
+		case membership.RoleRunner:
+			a, err = at(control, site)
+			site++
+		case membership.RoleCluster, membership.RoleNode:
+			p, ok := subs[h.Cluster]
+			if !ok {
+				err = fmt.Errorf("docker backend: host %s: unknown cluster %q", h.Name, h.Cluster)
+				break
+			}
+			host := 1
+			if h.Role == membership.RoleNode {
+				nextNode[h.Cluster]++
+				host += nextNode[h.Cluster]
+			}
+			a, err = at(p, host)
+		default:
+			err = fmt.Errorf("docker backend: host %s has unknown role %q", h.Name, h.Role)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (host %s)", err, h.Name)
+		}
+		out[h.Name] = a
+	}
+	return out, nil
+}
+
+// Start creates and starts one container per host, without waiting for
+// readiness (the launcher watches the membership).
+func (p *DockerPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) error {
+	run := p.Run()
+	if run == nil {
+		return errors.New("docker backend: Start before Setup")
+	}
+	p.started.Store(0)
+	logw := p.opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	if err := EnsureNeighbourRoom(len(hosts)+1, !p.opts.NoHostTuning, logw); err != nil {
+		return err
+	}
+	enc, err := g.Encode()
+	if err != nil {
+		return err
+	}
+	ips, err := addresses(run.ControlSubnet(), run.ClusterSubnets(), hosts)
+	if err != nil {
+		return err
+	}
+	env := map[string]string{EnvGrid: enc}
+	if v := os.Getenv(EnvDebug); v != "" {
+		env[EnvDebug] = v
+	}
+	for k, v := range map[string]string{"GOGC": or(p.opts.GOGC, defaultGOGC), "GOMEMLIMIT": or(p.opts.GOMEMLIMIT, defaultGOMEMLIMIT)} {
+		if v != "off" {
+			env[k] = v
+		}
+	}
+	specs := make([]docker.ContainerSpec, 0, len(hosts))
+	for _, h := range hosts {
+		ip := ips[h.Name]
+		spec := docker.ContainerSpec{
+			Name: h.Name, Role: h.Role, Cluster: h.Cluster, IP: ip, Env: env,
+			Args:  []string{"node", "--role", h.Role, "--name", h.Name, "--cluster", h.Cluster, "--ip", ip.String()},
+			Ready: docker.Readiness{None: true},
+		}
+		switch h.Role {
+		case membership.RoleNode, membership.RoleCluster:
+			spec.NetAdmin = true // each shapes its own egress
+		case membership.RoleRunner:
+			spec.Cluster = "" // control subnet
+			spec.Labels = map[string]string{labelSite: h.Cluster}
+		}
+		specs = append(specs, spec)
+	}
+	_, err = run.Start(ctx, specs)
+	return err
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Started implements Platform.
+func (p *DockerPlatform) Started() int { return int(p.started.Load()) }
+
+// Exited implements Platform: containers that are no longer running, with
+// the tail of their output.
+func (p *DockerPlatform) Exited(ctx context.Context) (map[string]string, error) {
+	run := p.Run()
+	if run == nil {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, c := range run.Containers() {
+		ok, err := c.Running(ctx)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			logs, _ := c.Logs(ctx)
+			lines := strings.Split(strings.TrimRight(logs, "\n"), "\n")
+			if len(lines) > 20 {
+				lines = lines[len(lines)-20:]
+			}
+			out[c.Name] = strings.Join(lines, "\n")
+		}
+	}
+	return out, nil
+}
+
+// Kill kills a host's container with SIGKILL, as a crash would.
+func (p *DockerPlatform) Kill(ctx context.Context, name string) error {
+	run := p.Run()
+	if run == nil {
+		return errors.New("docker backend: no run")
+	}
+	c := run.Container(name)
+	if c == nil {
+		return fmt.Errorf("docker backend: no container %q in run %s", name, run.ID)
+	}
+	return c.Kill(ctx)
+}
+
+// NodeMemory samples the memory in use (as docker stats shows it) of every
+// running container and summarises it per role in MiB: node_mean,
+// node_p50, node_max, node_n, and max_<role> for the other roles.
+func (p *DockerPlatform) NodeMemory(ctx context.Context) (map[string]float64, error) {
+	run := p.Run()
+	if run == nil {
+		return nil, errors.New("docker backend: no run")
+	}
+	stats, err := run.Stats(ctx)
+	if err != nil && len(stats) == 0 {
+		return nil, err
+	}
+	role := map[string]string{}
+	for _, c := range run.Containers() {
+		role[c.Name] = c.Role
+	}
+	var nodes []float64
+	out := map[string]float64{}
+	for name, s := range stats {
+		mib := float64(s.Memory) / (1 << 20)
+		if role[name] == membership.RoleNode {
+			nodes = append(nodes, mib)
+			continue
+		}
+		k := "max_" + role[name]
+		out[k] = max(out[k], round2(mib))
+	}
+	if len(nodes) > 0 {
+		sort.Float64s(nodes)
+		sum := 0.0
+		for _, v := range nodes {
+			sum += v
+		}
+		out["node_n"] = float64(len(nodes))
+		out["node_mean"] = round2(sum / float64(len(nodes)))
+		out["node_p50"] = round2(nodes[len(nodes)/2])
+		out["node_max"] = round2(nodes[len(nodes)-1])
+	}
+	return out, nil
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// Close removes the run's containers and network.
+func (p *DockerPlatform) Close(ctx context.Context) error {
+	run := p.Run()
+	if run == nil {
+		return nil
+	}
+	return run.Close(ctx)
+}
+
+// neighDir holds the kernel's ARP table limits.
+const neighDir = "/proc/sys/net/ipv4/neigh/default"
+
+// EnsureNeighbourRoom makes sure the kernel's ARP table can hold an entry
+// for every pair of n hosts on one bridge. Every member of the membership
+// talks to every other one, so each container's network namespace learns
+// up to n neighbours, and the kernel counts the entries of all namespaces
+// against one limit (net.ipv4.neigh.default.gc_thresh3, 1024 by default):
+// past it new neighbours are not resolved ("neighbor table overflow"),
+// containers cannot reach each other and joins time out, at about 32
+// containers with the defaults. When the limits are lower than n² (gc_thresh1),
+// 2n² and 4n² and tune is set, they are raised (never lowered) and a line
+// says so; otherwise the error says which sysctl to set.
+func EnsureNeighbourRoom(n int, tune bool, log io.Writer) error {
+	need := [3]int{n * n, 2 * n * n, 4 * n * n}
+	var cur [3]int
+	for i := range cur {
+		b, err := os.ReadFile(fmt.Sprintf("%s/gc_thresh%d", neighDir, i+1))
+		if err != nil {
+			return fmt.Errorf("docker backend: read the ARP table limits: %w", err)
+		}
+		if _, err := fmt.Sscan(string(b), &cur[i]); err != nil {
+			return fmt.Errorf("docker backend: parse gc_thresh%d %q: %w", i+1, b, err)
+		}
+	}
+	if cur[2] >= need[2] && cur[1] >= need[1] {
+		return nil
+	}
+	if !tune {
+		return fmt.Errorf("docker backend: %d containers need up to %d ARP entries, but the kernel's ARP table (shared by every network namespace) keeps at most %d: run sysctl -w net.ipv4.neigh.default.gc_thresh1=%d net.ipv4.neigh.default.gc_thresh2=%d net.ipv4.neigh.default.gc_thresh3=%d",
+			n, need[0], cur[2], need[0], need[1], need[2])
+	}
+	var set [3]int
+	// Raise the highest first, so the thresholds stay ordered.
+	for i := 2; i >= 0; i-- {
+		set[i] = max(cur[i], need[i])
+		if set[i] == cur[i] {
+			continue
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s/gc_thresh%d", neighDir, i+1), []byte(fmt.Sprint(set[i])), 0o644); err != nil {
+			return fmt.Errorf("docker backend: %d containers need up to %d ARP entries, but the kernel's ARP table keeps at most %d and raising net.ipv4.neigh.default.gc_thresh%d failed (run as root, or sysctl -w it yourself): %w",
+				n, need[0], cur[2], i+1, err)
+		}
+	}
+	fmt.Fprintf(log, "docker: raised net.ipv4.neigh.default.gc_thresh1/2/3 from %d/%d/%d to %d/%d/%d: %d hosts gossip with each other (up to %d ARP entries, counted over every network namespace); they stay raised\n",
+		cur[0], cur[1], cur[2], set[0], set[1], set[2], n, need[0])
+	return nil
+}

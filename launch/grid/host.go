@@ -1,0 +1,589 @@
+package grid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/cluster"
+	"github.com/koala-emu/koala-emu/actors/kis"
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/actors/node"
+	"github.com/koala-emu/koala-emu/actors/policy/placement"
+	"github.com/koala-emu/koala-emu/actors/runner"
+	"github.com/koala-emu/koala-emu/actors/scheduler"
+	"github.com/koala-emu/koala-emu/launch"
+	"github.com/koala-emu/koala-emu/launch/docker"
+	"github.com/koala-emu/koala-emu/launch/membership"
+)
+
+// Membership meta keys.
+const metaProbe = "probe" // host:port of the host's probe endpoint
+
+// HostConfig describes one actor host: the process in one container.
+type HostConfig struct {
+	// Name is unique in the run (the container's name within the run and
+	// its membership name); Role is a membership Role*; Cluster is set for
+	// cluster managers and nodes.
+	Name, Role, Cluster string
+	// IP is the address the host's remote, probe endpoint and ranks listen
+	// on and advertise (the container's fixed IP).
+	IP string
+	// RemotePort is the protoactor remote port; 0 means RemotePort, a
+	// negative value any free port.
+	RemotePort int
+	// GossipPort is the memberlist port; 0 means GossipPort, a negative
+	// value any free port.
+	GossipPort int
+	Grid       *Grid
+	// Membership builds the host's membership provider; nil means
+	// memberlist on IP:GossipPort with membership.DefaultConfig.
+	Membership func(self membership.Member) (membership.Provider, error)
+	// Candidates are the shaping mechanisms; nil means DefaultCandidates.
+	Candidates Candidates
+	// JoinTimeout bounds joining the membership; default 2 minutes.
+	JoinTimeout time.Duration
+	// Log receives the ready line and diagnostics; nil discards.
+	Log io.Writer
+}
+
+// host is a running actor host.
+type host struct {
+	cfg    HostConfig
+	grid   *Grid
+	system *actor.ActorSystem
+	rem    *remote.Remote
+	clk    *epochClock
+	env    actors.Env
+	sh     *shaper
+	probe  launch.ProbeEndpoint
+	prov   membership.Provider
+	ctx    context.Context
+	stop   context.CancelFunc // ends Serve
+	quiet  atomic.Bool        // GridStop: exit without leaving
+	logf   func(format string, a ...any)
+
+	mu        sync.Mutex
+	roleActor *actor.PID // spawned by activation (or at boot for nodes)
+	down      map[string]bool
+	sched     *actor.PID            // runner sites: the scheduler
+	clusters  map[string]*actor.PID // runner sites: cluster managers
+}
+
+// ErrStopped is returned by Serve when the launcher stopped the host
+// (GridStop): the host has stopped its actors, removed its shaping and
+// closed its membership without announcing a departure.
+var ErrStopped = errors.New("grid: host stopped by the launcher")
+
+// Serve runs an actor host until ctx ends (SIGTERM in a container): it
+// starts an actor system with remote on cfg.IP, spawns the control actor
+// (and the node actor on a node host), joins the membership, prints
+// docker.ReadyLine and serves. On the way out it leaves the membership,
+// stops its actors and removes its shaping. It returns ErrStopped after a
+// GridStop.
+func Serve(ctx context.Context, cfg HostConfig) (err error) {
+	if cfg.Grid == nil {
+		return errors.New("grid: host without a grid")
+	}
+	if cfg.Name == "" || cfg.IP == "" {
+		return errors.New("grid: host needs a name and an IP")
+	}
+	switch {
+	case cfg.RemotePort == 0:
+		cfg.RemotePort = RemotePort
+	case cfg.RemotePort < 0:
+		cfg.RemotePort = 0
+	}
+	switch {
+	case cfg.GossipPort == 0:
+		cfg.GossipPort = GossipPort
+	case cfg.GossipPort < 0:
+		cfg.GossipPort = 0
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 2 * time.Minute
+	}
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	h := &host{cfg: cfg, grid: cfg.Grid, ctx: ctx, stop: stop, down: map[string]bool{},
+		logf: func(format string, a ...any) { fmt.Fprintf(logw, cfg.Name+": "+format+"\n", a...) }}
+	var cleanup []func() error
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			if cerr := cleanup[i](); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+
+	h.system = actor.NewActorSystem(logTo(logw, slog.LevelError))
+	cleanup = append(cleanup, func() error { h.system.Shutdown(); return nil })
+	if h.rem, err = startRemote(h.system, cfg.IP, cfg.RemotePort); err != nil {
+		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
+	}
+	cleanup = append(cleanup, func() error { h.rem.Shutdown(false); return nil })
+	h.clk = newEpochClock(h.grid.Factor())
+	h.env = actors.Env{System: h.system, Clock: h.clk, Recorder: actor.NewPID(h.grid.Launcher, actorRecorder)}
+
+	meta := map[string]string{}
+	switch cfg.Role {
+	case membership.RoleNode, membership.RoleCluster:
+		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)
+		cleanup = append(cleanup, h.sh.close)
+		if h.probe, err = launch.NewProbeEndpoint(ctx, cfg.Cluster, &h.sh.egress, cfg.IP); err != nil {
+			return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
+		}
+		cleanup = append(cleanup, h.probe.Close)
+		meta[metaProbe] = h.probe.Addr()
+	case membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner:
+	default:
+		return fmt.Errorf("grid: host %s: unknown role %q", cfg.Name, cfg.Role)
+	}
+	stopRole := func() error {
+		h.mu.Lock()
+		p := h.roleActor
+		h.mu.Unlock()
+		if p != nil {
+			_ = h.system.Root.StopFuture(p).Wait() // waits for its Stopping handler
+		}
+		return nil
+	}
+	if cfg.Role == membership.RoleNode {
+		c, _, ok := h.grid.Cluster(cfg.Cluster)
+		if !ok {
+			return fmt.Errorf("grid: host %s: unknown cluster %q", cfg.Name, cfg.Cluster)
+		}
+		p, err := h.system.Root.SpawnNamed(node.Props(node.Config{Name: cfg.Name, Cluster: cfg.Cluster, Speed: c.Speed,
+			Processors: c.Processors, Dilation: h.grid.Dilation, Egress: &h.sh.egress, ListenHost: cfg.IP, Env: h.env}), nodeActor(cfg.Name))
+		if err != nil {
+			return fmt.Errorf("grid: host %s: spawn node actor: %w", cfg.Name, err)
+		}
+		h.roleActor = p
+	}
+	ctl, err := h.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ctlActor{h: h} }), actorCtl)
+	if err != nil {
+		return fmt.Errorf("grid: host %s: spawn control actor: %w", cfg.Name, err)
+	}
+	cleanup = append(cleanup, func() error { _ = h.system.Root.StopFuture(ctl).Wait(); return nil })
+	cleanup = append(cleanup, stopRole)
+
+	self := membership.Member{Name: cfg.Name, Role: cfg.Role, Cluster: cfg.Cluster, Addr: h.system.Address(), Meta: meta}
+	if cfg.Membership != nil {
+		h.prov, err = cfg.Membership(self)
+	} else {
+		mc := MembershipConfig(self)
+		mc.BindAddr, mc.AdvertiseAddr = cfg.IP, cfg.IP
+		mc.BindPort = cfg.GossipPort
+		if os.Getenv(EnvDebug) != "" {
+			mc.LogOutput = logw
+		}
+		h.prov, err = membership.NewMemberlist(mc)
+	}
+	if err != nil {
+		return fmt.Errorf("grid: host %s: membership: %w", cfg.Name, err)
+	}
+	left := false
+	cleanup = append(cleanup, func() error {
+		if left {
+			return h.prov.Close()
+		}
+		lctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := h.prov.Leave(lctx); err != nil && !errors.Is(err, membership.ErrClosed) {
+			return err
+		}
+		return nil
+	})
+	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
+	err = h.prov.Join(jctx, h.grid.Seeds)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
+	}
+	fmt.Fprintf(logw, "%s: %s %s (%s) at %s\n", docker.ReadyLine, cfg.Name, cfg.Role, cfg.Cluster, h.system.Address())
+
+	for {
+		select {
+		case <-ctx.Done():
+			if h.quiet.Load() {
+				left = true // the whole run is going away: no departure gossip
+				return ErrStopped
+			}
+			// Leave first (so peers see a departure, not a failure), then
+			// stop the actors.
+			lctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			lerr := h.prov.Leave(lctx)
+			cancel()
+			left = true
+			if lerr != nil && !errors.Is(lerr, membership.ErrClosed) {
+				h.logf("leave: %v", lerr)
+			}
+			return nil
+		case ev, ok := <-h.prov.Events():
+			if !ok {
+				<-ctx.Done()
+				continue
+			}
+			h.member(ev)
+		}
+	}
+}
+
+// logTo sends protoactor's own log lines at level and above to w.
+func logTo(w io.Writer, level slog.Level) actor.ConfigOption {
+	return actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	})
+}
+
+// MembershipConfig is the memberlist configuration of every member of a
+// run: membership.DefaultConfig with gossip every 500 ms (not 100 ms),
+// probes every 2 s with a 1.5 s timeout, two indirect checks, suspicion
+// multiplier 4 and push/pull every minute.
+//
+// Measured with 216 hosts on this project's 2-core machine: with gossip at
+// 100-200 ms the membership never converged (processes on loopback, no
+// containers: every member gossips to 3 others per round, the machine
+// saturated, probes timed out, suspicions made more gossip); with 500 ms
+// all 216 joined in 9 s and idled at 0.10-0.13 % of a core each. While
+// the applications load both cores, a 1 s probe with an 800 ms timeout
+// still let members miss probes and the suspicions fed on themselves; the
+// slower probe keeps them quiet. The price is detection time: a killed
+// host is declared dead after about 4 x log10(n) x 2 s once others
+// confirm (about 19 s for 216 members, 10 s for 10), plus up to one probe
+// round to notice.
+func MembershipConfig(self membership.Member) membership.Config {
+	c := membership.DefaultConfig(self)
+	c.ProbeInterval = 2 * time.Second
+	c.ProbeTimeout = 1500 * time.Millisecond
+	c.IndirectChecks = 2
+	c.SuspicionMult = 4
+	c.SuspicionMaxTimeoutMult = 3
+	c.GossipInterval = 500 * time.Millisecond
+	c.TCPTimeout = 5 * time.Second
+	c.PushPullInterval = time.Minute
+	return c
+}
+
+// startRemote starts protoactor remote on ip:port. Remote.Start panics when
+// it cannot listen; that becomes an error. The endpoint queues start small
+// (they grow on demand): the default preallocates a million slots per peer.
+func startRemote(system *actor.ActorSystem, ip string, port int) (r *remote.Remote, err error) {
+	r = remote.NewRemote(system, remote.Configure(ip, port,
+		remote.WithEndpointWriterQueueSize(256), remote.WithEndpointManagerQueueSize(256),
+		remote.WithEndpointWriterBatchSize(256), remote.WithEndpointManagerBatchSize(256)))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("start remote on %s: %v", net.JoinHostPort(ip, strconv.Itoa(port)), p)
+		}
+	}()
+	r.Start()
+	return r, nil
+}
+
+// member handles a membership event. A cluster manager's host reports its
+// nodes that fail or leave: NodeDown to its cluster actor (which marks the
+// node down and emits node_down) and to every runner site, which forwards
+// it to its runners (the runner whose job had a rank there fails the job).
+func (h *host) member(ev membership.Event) {
+	if h.cfg.Role != membership.RoleCluster || ev.Member.Role != membership.RoleNode || ev.Member.Cluster != h.cfg.Cluster {
+		return
+	}
+	if ev.Kind != membership.Fail && ev.Kind != membership.Leave {
+		return
+	}
+	if ev.Kind == membership.Leave {
+		h.nodeDown(ev.Member, "left the grid")
+		return
+	}
+	// A failure is confirmed before it is reported: on a loaded machine a
+	// member can miss its probes while it is alive, and a report fails the
+	// job on that node. A host whose kernel still accepts connections on its
+	// remote port is alive (the kernel answers even when the process waits
+	// for a CPU); a killed container's address answers nothing, a killed
+	// process's port refuses.
+	go func(m membership.Member) {
+		if alive(h.ctx, m.Addr) {
+			h.logf("node %s suspected by the membership but it accepts connections: not reported", m.Name)
+			return
+		}
+		h.nodeDown(m, "failed: no longer answers membership probes nor connections")
+	}(ev.Member)
+}
+
+// alive reports whether addr accepts a TCP connection, trying twice.
+func alive(ctx context.Context, addr string) bool {
+	for i := 0; i < 2; i++ {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	return false
+}
+
+// nodeDown reports a node of this cluster down.
+func (h *host) nodeDown(m membership.Member, reason string) {
+	nd := &msg.NodeDown{Node: m.Name, Cluster: m.Cluster, Reason: reason}
+	h.mu.Lock()
+	h.down[m.Name] = true
+	mgr := h.roleActor
+	h.mu.Unlock()
+	h.logf("node %s %s", m.Name, reason)
+	if mgr != nil {
+		h.system.Root.Send(mgr, nd)
+	}
+	for _, s := range viewOf(h.prov.Members()).sites {
+		h.system.Root.Send(pidOf(s, actorCtl), nd)
+	}
+}
+
+// waitPeers polls the membership until ok accepts it or the timeout ends.
+func (h *host) waitPeers(timeout time.Duration, ok func(peers) error) (peers, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		v := viewOf(h.prov.Members())
+		err := ok(v)
+		if err == nil {
+			return v, nil
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("after %v: %w", timeout, err)
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-h.ctx.Done():
+			t.Stop()
+			return v, h.ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// activate spawns the host's role actor with its peers found through the
+// membership.
+func (h *host) activate() error {
+	const patience = time.Minute
+	g := h.grid
+	order := g.Order()
+	needClusters := func(v peers) error { _, err := v.clusterPIDs(order); return err }
+	spawn := func(props *actor.Props, name string) error {
+		p, err := h.system.Root.SpawnNamed(props, name)
+		if err != nil {
+			return fmt.Errorf("spawn %s: %w", name, err)
+		}
+		h.mu.Lock()
+		h.roleActor = p
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Lock()
+	active := h.roleActor != nil
+	h.mu.Unlock()
+	if active && h.cfg.Role != membership.RoleNode {
+		return errors.New("already active")
+	}
+	switch h.cfg.Role {
+	case membership.RoleNode:
+		return nil
+	case membership.RoleScheduler:
+		v, err := h.waitPeers(patience, needClusters)
+		if err != nil {
+			return err
+		}
+		clusters, _ := v.clusterPIDs(order)
+		policy, err := placement.New(g.Policy.Placement)
+		if err != nil {
+			return fmt.Errorf("policy.placement: %w", err)
+		}
+		return spawn(scheduler.Props(scheduler.Config{
+			Policy: policy, Options: placement.Options{MaxClusters: g.Policy.MaxClusters, CAMetric: g.Policy.CAMetric},
+			ScanPeriod: g.Policy.ScanPeriod, MaxTries: g.Policy.PlacementTries, Clusters: clusters, Order: order, Env: h.env,
+		}), actorScheduler)
+	case membership.RoleKIS:
+		v, err := h.waitPeers(patience, func(v peers) error {
+			if v.scheduler == nil {
+				return errors.New("no scheduler in the membership")
+			}
+			return needClusters(v)
+		})
+		if err != nil {
+			return err
+		}
+		clusters, _ := v.clusterPIDs(order)
+		ready := make(chan struct{})
+		if err := spawn(kis.Props(kis.Config{Order: order, Clusters: clusters, Unavailable: g.Unavailable(),
+			Scheduler: pidOf(*v.scheduler, actorScheduler), ProbePeriod: g.Policy.ProbePeriod,
+			BandwidthBytes: g.ProbeBytes, Ready: ready, Env: h.env}), actorKIS); err != nil {
+			return err
+		}
+		launcher := actor.NewPID(g.Launcher, actorLauncher)
+		go func() {
+			select {
+			case <-ready:
+				h.system.Root.Send(launcher, &msg.GridReady{})
+			case <-h.ctx.Done():
+			}
+		}()
+		return nil
+	case membership.RoleRunner:
+		v, err := h.waitPeers(patience, func(v peers) error {
+			if v.scheduler == nil {
+				return errors.New("no scheduler in the membership")
+			}
+			return needClusters(v)
+		})
+		if err != nil {
+			return err
+		}
+		clusters, _ := v.clusterPIDs(order)
+		h.mu.Lock()
+		h.sched, h.clusters = pidOf(*v.scheduler, actorScheduler), clusters
+		h.mu.Unlock()
+		return nil
+	case membership.RoleCluster:
+		c, ci, ok := g.Cluster(h.cfg.Cluster)
+		if !ok {
+			return fmt.Errorf("unknown cluster %q", h.cfg.Cluster)
+		}
+		// The manager starts once every node of its cluster has joined
+		// (minus nodes already reported down).
+		v, err := h.waitPeers(patience, func(v peers) error {
+			if v.kis == nil {
+				return errors.New("no information service in the membership")
+			}
+			h.mu.Lock()
+			down := len(h.down)
+			h.mu.Unlock()
+			if n := len(v.nodes[c.Name]); n+down < c.Nodes {
+				return fmt.Errorf("%d of %d nodes of %s joined", n, c.Nodes, c.Name)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var infos []cluster.NodeInfo
+		for _, m := range v.nodes[c.Name] {
+			infos = append(infos, cluster.NodeInfo{Name: m.Name, PID: pidOf(m, nodeActor(m.Name))})
+		}
+		var bg *cluster.Background
+		if b := c.Background; b.Max > 0 {
+			bg = cluster.NewBackground(b.Min, b.Max, b.MeanJob, b.MaxJobNodes, uint64(g.Seed)+uint64(ci)+1)
+		}
+		return spawn(cluster.Props(cluster.Config{Name: c.Name, Nodes: infos, KIS: pidOf(*v.kis, actorKIS),
+			Background: bg, Prober: h.probe, Env: h.env}), clusterActor(c.Name))
+	}
+	return fmt.Errorf("unknown role %q", h.cfg.Role)
+}
+
+// ctlActor is the control actor of a host (see grid.proto). Long operations
+// (shaping, ping-pongs) run in goroutines that reply to the asker.
+type ctlActor struct {
+	h *host
+}
+
+func (c *ctlActor) Receive(ctx actor.Context) {
+	h := c.h
+	switch x := ctx.Message().(type) {
+	case *msg.GridShape:
+		if h.sh == nil {
+			ctx.Respond(&msg.GridShaped{Host: h.cfg.Name, Error: h.cfg.Name + ": role " + h.cfg.Role + " does not shape"})
+			return
+		}
+		sender := ctx.Sender()
+		go func() { h.system.Root.Send(sender, h.sh.shape(h.ctx, x)) }()
+	case *msg.GridPingPong:
+		if h.sh == nil {
+			ctx.Respond(&msg.GridPingPongResult{Error: h.cfg.Name + ": role " + h.cfg.Role + " does not measure"})
+			return
+		}
+		sender := ctx.Sender()
+		go func() {
+			pctx, cancel := context.WithTimeout(h.ctx, 60*time.Second)
+			defer cancel()
+			h.system.Root.Send(sender, h.sh.pingPong(pctx, x))
+		}()
+	case *msg.GridLineStats:
+		if h.sh == nil {
+			ctx.Respond(&msg.GridLineStatsResult{})
+			return
+		}
+		ctx.Respond(h.sh.lineStats(x))
+	case *msg.GridActivate:
+		ack := &msg.GridAck{Host: h.cfg.Name}
+		if err := h.activate(); err != nil {
+			ack.Error = fmt.Sprintf("%s: activate %s: %v", h.cfg.Name, h.cfg.Role, err)
+			h.logf("%s", ack.Error)
+		}
+		ctx.Respond(ack)
+	case *msg.GridEpoch:
+		h.clk.SetEpoch(time.Unix(0, x.UnixNano))
+		ctx.Respond(&msg.GridAck{Host: h.cfg.Name})
+	case *msg.SpawnRunner:
+		c.spawnRunner(ctx, x)
+	case *msg.GridStop:
+		ctx.Respond(&msg.GridAck{Host: h.cfg.Name})
+		h.quiet.Store(true)
+		h.stop()
+	case *msg.NodeDown:
+		for _, child := range ctx.Children() {
+			ctx.Send(child, x)
+		}
+	}
+}
+
+// spawnRunner starts a job's runner as a child of the site's control actor,
+// so NodeDown reaches every runner of the site.
+func (c *ctlActor) spawnRunner(ctx actor.Context, x *msg.SpawnRunner) {
+	h := c.h
+	h.mu.Lock()
+	sched, clusters := h.sched, h.clusters
+	h.mu.Unlock()
+	job := x.Job
+	fail := func(reason string) {
+		ev := h.env.Event("end", "launcher", job.GetId())
+		ev.Fields = map[string]string{"status": "failed", "reason": reason}
+		h.env.Emit(ev)
+	}
+	if job == nil {
+		return
+	}
+	if sched == nil {
+		fail("runner site " + h.cfg.Name + " is not active")
+		return
+	}
+	props := runner.Props(runner.Config{Job: job, Scheduler: sched, Clusters: clusters, TimeScale: h.grid.TimeScale,
+		StartupDelay: h.grid.Policy.StartupDelay, RankTimeout: h.grid.RankTimeout, Env: h.env})
+	if _, err := ctx.SpawnNamed(props, runnerActor(job.Id)); err != nil {
+		fail("spawn runner: " + err.Error())
+	}
+}

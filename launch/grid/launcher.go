@@ -1,0 +1,403 @@
+package grid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/launch/membership"
+)
+
+// HostSpec is one actor host a platform starts.
+type HostSpec struct {
+	Name, Role, Cluster string
+}
+
+// Network is where a platform put a run.
+type Network struct {
+	// LauncherIP is the launcher's address as the hosts reach it (the run
+	// network's gateway on Docker).
+	LauncherIP string
+	// Subnets maps each cluster to the prefixes of its hosts.
+	Subnets map[string][]netip.Prefix
+}
+
+// Platform starts and removes the actor hosts of a run: Docker containers
+// (DockerPlatform), or goroutines of this process in the tests.
+type Platform interface {
+	// Setup prepares a run over the clusters (in order).
+	Setup(ctx context.Context, clusters []string) (Network, error)
+	// Membership returns the launcher's membership provider.
+	Membership(self membership.Member) (membership.Provider, error)
+	// Start starts the hosts and returns once each has been started (not
+	// once each is up: the launcher learns that from the membership). If
+	// it fails, what it started is removed again.
+	Start(ctx context.Context, hosts []HostSpec, g *Grid) error
+	// Started is how many hosts of the current Start call have started.
+	Started() int
+	// Exited returns the hosts that stopped, each with a diagnostic (the
+	// tail of its output).
+	Exited(ctx context.Context) (map[string]string, error)
+	// Close removes every host and the network. Pass a fresh context.
+	Close(ctx context.Context) error
+}
+
+// launcher is the koala-emu side of a grid: an actor system with remote on
+// the run network, a member of the membership, and the driver of the hosts'
+// control actors.
+type launcher struct {
+	plat     Platform
+	grid     *Grid
+	system   *actor.ActorSystem
+	prov     membership.Provider
+	progress io.Writer
+	began    time.Time
+
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	mu       sync.Mutex
+	members  map[string]membership.Member
+	total    int // hosts expected
+	joined   int
+	up       bool                // every host has joined
+	stopping bool                // the run is going away
+	failed   []membership.Member // hosts that failed or left after being up
+	onFail   func(membership.Event)
+	cleanup  []func() error
+}
+
+// newLauncher sets up the platform's network, the launcher's actor system
+// (remote on the network) and its membership. Close undoes it.
+func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer) (l *launcher, err error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	l = &launcher{plat: plat, grid: g, progress: progress, began: time.Now(), ready: make(chan struct{}),
+		members: map[string]membership.Member{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Close())
+			l = nil
+		}
+	}()
+	l.cleanup = append(l.cleanup, func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		return plat.Close(cctx)
+	})
+	nw, err := plat.Setup(ctx, g.Order())
+	if err != nil {
+		return nil, err
+	}
+	g.Subnets = nw.Subnets
+
+	// The launcher's remote reports every connection to a host that goes
+	// away (all of them at the end of a run): nothing a user can act on.
+	l.system = actor.NewActorSystem(logTo(io.Discard, slog.LevelError))
+	l.cleanup = append(l.cleanup, func() error { l.system.Shutdown(); return nil })
+	rem, err := startRemote(l.system, nw.LauncherIP, 0)
+	if err != nil {
+		return nil, fmt.Errorf("grid: launcher: %w (is %s an address of this host?)", err, nw.LauncherIP)
+	}
+	l.cleanup = append(l.cleanup, func() error { rem.Shutdown(false); return nil })
+	g.Launcher = l.system.Address()
+	if _, err := l.system.Root.SpawnNamed(actor.PropsFromFunc(l.receive), actorLauncher); err != nil {
+		return nil, fmt.Errorf("grid: launcher: %w", err)
+	}
+
+	self := membership.Member{Name: RoleLauncher, Role: RoleLauncher, Addr: l.system.Address()}
+	if l.prov, err = plat.Membership(self); err != nil {
+		return nil, fmt.Errorf("grid: launcher membership: %w", err)
+	}
+	l.cleanup = append(l.cleanup, l.stopHosts)
+	if err := l.prov.Join(ctx, nil); err != nil {
+		return nil, fmt.Errorf("grid: launcher membership: %w", err)
+	}
+	if ga, ok := l.prov.(interface{ GossipAddr() string }); ok {
+		g.Seeds = []string{ga.GossipAddr()}
+	}
+	go l.watch()
+	return l, nil
+}
+
+// stopHosts leaves the membership silently and tells every host to stop
+// (GridStop): each stops its actors, removes its shaping and closes its
+// membership without announcing a departure, then idles until its
+// container is removed. Nobody reports the others as failed meanwhile.
+func (l *launcher) stopHosts() error {
+	l.mu.Lock()
+	l.stopping = true
+	hosts := make([]membership.Member, 0, len(l.members))
+	for _, m := range l.members {
+		hosts = append(hosts, m)
+	}
+	l.mu.Unlock()
+	err := l.prov.Close()
+	// Acknowledged, so the requests leave before the launcher's remote
+	// stops; a host that does not answer is removed all the same.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = l.askAll(ctx, hosts, func(membership.Member) interface{} { return &msg.GridStop{} }, 10*time.Second, 64)
+	return err
+}
+
+// Close stops the launcher and removes every host and the network.
+func (l *launcher) Close() error {
+	var errs []error
+	for i := len(l.cleanup) - 1; i >= 0; i-- {
+		if err := l.cleanup[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.cleanup = nil
+	return errors.Join(errs...)
+}
+
+func (l *launcher) receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*msg.GridReady); ok {
+		l.readyOnce.Do(func() { close(l.ready) })
+	}
+}
+
+// watch follows the membership.
+func (l *launcher) watch() {
+	for ev := range l.prov.Events() {
+		if ev.Member.Name == RoleLauncher {
+			continue
+		}
+		l.mu.Lock()
+		switch ev.Kind {
+		case membership.Join, membership.Update:
+			if _, ok := l.members[ev.Member.Name]; !ok {
+				l.joined++
+			}
+			l.members[ev.Member.Name] = ev.Member
+		case membership.Fail, membership.Leave:
+			delete(l.members, ev.Member.Name)
+			if l.up {
+				l.failed = append(l.failed, ev.Member)
+			}
+		}
+		on := l.onFail
+		if l.stopping {
+			on = nil
+		}
+		l.mu.Unlock()
+		if on != nil && (ev.Kind == membership.Fail || ev.Kind == membership.Leave) {
+			on(ev)
+		}
+	}
+}
+
+// member returns a live member by name.
+func (l *launcher) member(name string) (membership.Member, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, ok := l.members[name]
+	return m, ok
+}
+
+// Failed returns the hosts that failed or left after the grid was up.
+func (l *launcher) Failed() []membership.Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]membership.Member(nil), l.failed...)
+}
+
+// StartupTimes are the wall times from the launcher's start.
+type StartupTimes struct {
+	// Started: every container created and started; Joined: every host
+	// in the membership.
+	Started, Joined time.Duration
+}
+
+// startHosts starts the hosts and waits until every one has joined the
+// membership, showing progress. It fails early when a host exits.
+func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout time.Duration) (StartupTimes, error) {
+	var st StartupTimes
+	l.mu.Lock()
+	l.total = len(hosts)
+	l.mu.Unlock()
+	want := map[string]bool{}
+	for _, h := range hosts {
+		want[h.Name] = true
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	startErr := make(chan error, 1)
+	go func() { startErr <- l.plat.Start(sctx, hosts, l.grid) }()
+	started := false
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	lastShown, lastCheck := time.Time{}, time.Now()
+	missing := func() []string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var out []string
+		for n := range want {
+			if _, ok := l.members[n]; !ok {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	show := func(final bool) {
+		l.mu.Lock()
+		joined := len(l.members)
+		l.mu.Unlock()
+		nStarted := l.plat.Started()
+		if started {
+			nStarted = len(hosts)
+		}
+		if final || time.Since(lastShown) >= 3*time.Second {
+			fmt.Fprintf(l.progress, "grid: %d/%d containers started, %d/%d joined the membership (%.1f s)\n",
+				nStarted, len(hosts), min(joined, len(hosts)), len(hosts), time.Since(l.began).Seconds())
+			lastShown = time.Now()
+		}
+	}
+	for {
+		select {
+		case err := <-startErr:
+			if err != nil {
+				return st, err
+			}
+			started = true
+			st.Started = time.Since(l.began)
+			startErr = nil
+		case <-ctx.Done():
+			return st, fmt.Errorf("grid: interrupted while starting: %w", ctx.Err())
+		case <-deadline.C:
+			miss := missing()
+			if len(miss) > 8 {
+				miss = append(miss[:8], fmt.Sprintf("and %d more", len(miss)-8))
+			}
+			return st, fmt.Errorf("grid: %d hosts did not join the membership within %v: %s", len(missing()), timeout, strings.Join(miss, ", "))
+		case <-tick.C:
+		}
+		if len(missing()) == 0 && started {
+			st.Joined = time.Since(l.began)
+			show(true)
+			l.mu.Lock()
+			l.up = true
+			l.mu.Unlock()
+			return st, nil
+		}
+		show(false)
+		if started && time.Since(lastCheck) > 5*time.Second {
+			lastCheck = time.Now()
+			exited, err := l.plat.Exited(ctx)
+			if err == nil && len(exited) > 0 {
+				var names []string
+				for n := range exited {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return st, fmt.Errorf("grid: %d hosts exited while starting; %s said:\n%s", len(names), names[0], exited[names[0]])
+			}
+		}
+	}
+}
+
+// hostsByRole returns the live members of a role (or every host for ""),
+// sorted by name.
+func (l *launcher) hostsByRole(roles ...string) []membership.Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []membership.Member
+	for _, m := range l.members {
+		for _, r := range roles {
+			if m.Role == r {
+				out = append(out, m)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ask sends a request to a host's control actor and waits for the reply.
+func (l *launcher) ask(ctx context.Context, m membership.Member, req interface{}, timeout time.Duration) (interface{}, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f := l.system.Root.RequestFuture(pidOf(m, actorCtl), req, timeout)
+	res, err := f.Result()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %T: %w", m.Name, req, err)
+	}
+	return res, nil
+}
+
+// askAll asks every member (at most parallel at once) and returns the
+// replies in the members' order.
+func (l *launcher) askAll(ctx context.Context, ms []membership.Member, req func(m membership.Member) interface{}, timeout time.Duration, parallel int) ([]interface{}, error) {
+	out := make([]interface{}, len(ms))
+	errs := make([]error, len(ms))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, m membership.Member) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[i] = l.ask(ctx, m, req(m), timeout)
+		}(i, m)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// ackError turns GridAck replies into an error.
+func ackError(replies []interface{}) error {
+	var errs []error
+	for _, r := range replies {
+		switch a := r.(type) {
+		case *msg.GridAck:
+			if a.Error != "" {
+				errs = append(errs, errors.New(a.Error))
+			}
+		case nil:
+		default:
+			errs = append(errs, fmt.Errorf("unexpected reply %T", r))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// activate activates the hosts of the given roles, one role after the
+// other.
+func (l *launcher) activate(ctx context.Context, roles ...string) error {
+	for _, r := range roles {
+		hs := l.hostsByRole(r)
+		replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return &msg.GridActivate{} }, 90*time.Second, 32)
+		if err := errors.Join(err, ackError(replies)); err != nil {
+			return fmt.Errorf("grid: activate %s: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// setEpoch tells every host that scenario time 0 is epoch.
+func (l *launcher) setEpoch(ctx context.Context, epoch time.Time) error {
+	hs := l.hostsByRole(membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner, membership.RoleCluster, membership.RoleNode)
+	replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return &msg.GridEpoch{UnixNano: epoch.UnixNano()} }, 30*time.Second, 32)
+	if err := errors.Join(err, ackError(replies)); err != nil {
+		return fmt.Errorf("grid: start the scenario clock: %w", err)
+	}
+	return nil
+}

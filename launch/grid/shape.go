@@ -1,0 +1,254 @@
+package grid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/kernel"
+)
+
+// ShapeInfo is what the launcher learned while setting up the shaping.
+type ShapeInfo struct {
+	Mechanism, Reason string
+	// Floor is the unshaped one-way latency between two node containers,
+	// FloorBandwidth their unshaped 1 MB ping-pong bandwidth.
+	Floor          time.Duration
+	FloorBandwidth float64
+	// Overhead and Overhead0 are the delay line's own one-way cost, sleeping
+	// and at zero delay (htb only).
+	Overhead, Overhead0 time.Duration
+	// Effective is, per host, the link in effect towards each cluster.
+	Effective map[string]map[string]netem.Link
+	// Hosts is how many hosts shape their egress.
+	Hosts int
+	// Spin is the delay lines' spin margin (see MechanismOptions.Spin).
+	Spin time.Duration
+}
+
+// OverheadProbe is the delay at which the delay line's sleeping overhead
+// is measured (the line then sleeps between packets, as it does at DAS-3's
+// inter-cluster latencies).
+const OverheadProbe = 300 * time.Microsecond
+
+// probeAddr is where a host's probe endpoint listens.
+func probeAddr(m membership.Member) (string, error) {
+	a := m.Meta[metaProbe]
+	if a == "" {
+		return "", fmt.Errorf("%s has no probe endpoint", m.Name)
+	}
+	return a, nil
+}
+
+// pingPong asks host a to measure a ping-pong to host b.
+func (l *launcher) pingPong(ctx context.Context, a, b membership.Member, pp netem.PingPongOptions) (netem.PingPongResult, error) {
+	addr, err := probeAddr(b)
+	if err != nil {
+		return netem.PingPongResult{}, err
+	}
+	r, err := l.ask(ctx, a, &msg.GridPingPong{DstCluster: b.Cluster, Addr: addr, LatencyRounds: int32(pp.LatencyRounds),
+		BandwidthRounds: int32(pp.BandwidthRounds), MsgSize: int32(pp.MsgSize)}, 90*time.Second)
+	if err != nil {
+		return netem.PingPongResult{}, err
+	}
+	res, ok := r.(*msg.GridPingPongResult)
+	if !ok {
+		return netem.PingPongResult{}, fmt.Errorf("%s: unexpected reply %T", a.Name, r)
+	}
+	if res.Error != "" {
+		return netem.PingPongResult{}, errors.New(res.Error)
+	}
+	return netem.PingPongResult{Latency: time.Duration(res.LatencyNs), Bandwidth: res.Bandwidth,
+		RTTP50: time.Duration(res.RttP50Ns), RTTP99: time.Duration(res.RttP99Ns)}, nil
+}
+
+// shapeHost asks one host to install a shaping.
+func (l *launcher) shapeHost(ctx context.Context, m membership.Member, req *msg.GridShape) (*msg.GridShaped, error) {
+	r, err := l.ask(ctx, m, req, 2*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := r.(*msg.GridShaped)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected reply %T", m.Name, r)
+	}
+	if s.Error != "" {
+		return nil, errors.New(s.Error)
+	}
+	return s, nil
+}
+
+// model selects the mechanism (probes run in host a) and measures the floor
+// between hosts a and b and, for htb, the delay line's own overhead.
+func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a, b membership.Member, pp netem.PingPongOptions) (ShapeInfo, error) {
+	info := ShapeInfo{Spin: spin}
+	if want == "" {
+		want = netem.Auto
+	}
+	sel, err := l.shapeHost(ctx, a, &msg.GridShape{Mechanism: want, SelectOnly: true})
+	if err != nil {
+		return info, fmt.Errorf("grid: shaping: %w", err)
+	}
+	info.Mechanism, info.Reason = sel.Mechanism, sel.Reason
+	for _, m := range []membership.Member{a, b} {
+		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
+			return info, fmt.Errorf("grid: shaping: %w", err)
+		}
+	}
+	base, err := l.pingPong(ctx, a, b, pp)
+	if err != nil {
+		return info, fmt.Errorf("grid: floor: %w", err)
+	}
+	info.Floor, info.FloorBandwidth = base.Latency, base.Bandwidth
+	if info.Mechanism != kernel.NameHTB {
+		return info, nil
+	}
+	// The delay line's own cost: both ends divert to it with no delay, then
+	// with OverheadProbe of delay.
+	line := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+		for _, x := range [][2]membership.Member{{a, b}, {b, a}} {
+			req := &msg.GridShape{Mechanism: kernel.NameHTB, FloorNs: int64(info.Floor), DivertAll: divertAll, SpinNs: int64(spin),
+				Links: []*msg.GridLink{{Cluster: x[1].Cluster, LatencyNs: int64(info.Floor + delay)}}}
+			if _, err := l.shapeHost(ctx, x[0], req); err != nil {
+				return 0, err
+			}
+		}
+		res, err := l.pingPong(ctx, a, b, pp)
+		if err != nil {
+			return 0, err
+		}
+		return res.Latency - info.Floor - delay, nil
+	}
+	if info.Overhead0, err = line(0, true); err != nil {
+		return info, fmt.Errorf("grid: delay line overhead at zero delay: %w", err)
+	}
+	if info.Overhead, err = line(OverheadProbe, false); err != nil {
+		return info, fmt.Errorf("grid: delay line overhead at %v: %w", OverheadProbe, err)
+	}
+	info.Overhead0, info.Overhead = max(info.Overhead0, 0), max(info.Overhead, 0)
+	for _, m := range []membership.Member{a, b} {
+		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
+			return info, fmt.Errorf("grid: shaping: %w", err)
+		}
+	}
+	return info, nil
+}
+
+// shapeAll installs the mechanism of info with its model on every host of
+// hs and records what each reports in effect. Every host must end up with
+// the same mechanism.
+func (l *launcher) shapeAll(ctx context.Context, info *ShapeInfo, hs []membership.Member) error {
+	req := &msg.GridShape{Mechanism: info.Mechanism, FloorNs: int64(info.Floor), OverheadNs: int64(info.Overhead),
+		Overhead0Ns: int64(info.Overhead0), SpinNs: int64(info.Spin)}
+	replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return req }, 2*time.Minute, 16)
+	info.Effective = map[string]map[string]netem.Link{}
+	info.Hosts = 0
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for i, r := range replies {
+		s, ok := r.(*msg.GridShaped)
+		if !ok {
+			continue
+		}
+		if s.Error != "" {
+			errs = append(errs, errors.New(s.Error))
+			continue
+		}
+		if s.Mechanism != info.Mechanism {
+			errs = append(errs, fmt.Errorf("%s installed %s, not %s", hs[i].Name, s.Mechanism, info.Mechanism))
+			continue
+		}
+		eff := map[string]netem.Link{}
+		for _, gl := range s.Effective {
+			eff[gl.Cluster] = fromGridLink(gl)
+		}
+		info.Effective[hs[i].Name] = eff
+		info.Hosts++
+	}
+	if len(errs) > 0 {
+		if len(errs) > 5 {
+			errs = append(errs[:5], fmt.Errorf("and %d more errors", len(errs)-5))
+		}
+		return fmt.Errorf("grid: shaping: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Manifest builds the run's link manifest from what the node hosts report:
+// per ordered cluster pair, the link in effect on the nodes of the source
+// cluster (they agree: same model, same plan; a pair on which they do not
+// says so in its reason).
+func (info *ShapeInfo) Manifest(m netem.Matrix, dilation float64, nodes []membership.Member) netem.Manifest {
+	bySrc := map[string][]string{}
+	for _, n := range nodes {
+		if _, ok := info.Effective[n.Name]; ok {
+			bySrc[n.Cluster] = append(bySrc[n.Cluster], n.Name)
+		}
+	}
+	notes := map[[2]string]string{}
+	eff := func(src, dst string) netem.Link {
+		req, _ := m.Link(src, dst)
+		req = req.Dilate(dilation)
+		names := bySrc[src]
+		if len(names) == 0 {
+			notes[[2]string{src, dst}] = "no node of " + src + " reported"
+			return req
+		}
+		sort.Strings(names)
+		first, ok := info.Effective[names[0]][dst]
+		if !ok {
+			notes[[2]string{src, dst}] = "not shaped"
+			return req
+		}
+		differ := 0
+		for _, n := range names[1:] {
+			if l := info.Effective[n][dst]; l != first {
+				differ++
+			}
+		}
+		note := fmt.Sprintf("%d node containers of %s shape it in their own egress", len(names), src)
+		if differ > 0 {
+			note += fmt.Sprintf("; %d of them report a different effective link", differ)
+		}
+		notes[[2]string{src, dst}] = note
+		return first
+	}
+	reason := fmt.Sprintf("docker backend: every node and cluster-manager container shapes its own egress per destination cluster (%d hosts); %s; unshaped floor %.1f µs one way, %.0f MB/s",
+		info.Hosts, info.Reason, float64(info.Floor)/1e3, info.FloorBandwidth/1e6)
+	if info.Mechanism == kernel.NameHTB {
+		reason += fmt.Sprintf("; delay line overhead %.1f µs sleeping, %.1f µs at zero delay", float64(info.Overhead)/1e3, float64(info.Overhead0)/1e3)
+		if info.Spin < 0 {
+			reason += ", delay lines never spin"
+		}
+	}
+	man := netem.BuildManifest(m, info.Mechanism, reason, eff)
+	for i := range man.Entries {
+		e := &man.Entries[i]
+		if e.Reason == "" {
+			e.Reason = notes[[2]string{e.Src, e.Dst}]
+		}
+		if !e.Requested.Unavailable && dilation > 1 {
+			e.Requested = e.Requested.Dilate(dilation)
+		}
+	}
+	man.Backend = "docker"
+	return man
+}
+
+// describe is a one-line summary of the shaping for progress output.
+func (info *ShapeInfo) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mechanism %s on %d hosts (%s); floor %.1f µs", info.Mechanism, info.Hosts, info.Reason, float64(info.Floor)/1e3)
+	if info.Mechanism == kernel.NameHTB {
+		fmt.Fprintf(&b, ", delay line overhead %.1f/%.1f µs", float64(info.Overhead)/1e3, float64(info.Overhead0)/1e3)
+	}
+	return b.String()
+}
