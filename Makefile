@@ -11,8 +11,12 @@ run:
 	$(GO) run ./cmd/koala-emu run $(SCENARIO) --out $(OUT)/$(notdir $(basename $(SCENARIO)))
 
 ## test: unit tests, policies, actors, scenario validation, an end-to-end das3-smoke run; with -race
+## Packages run one at a time (-p 1): the kernel-shaping tests create network namespaces,
+## and concurrent namespace churn interrupts netlink dumps. launch/grid runs without -race:
+## protoactor-go's remote endpoint manager has a data race of its own under node failure.
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p 1 $$($(GO) list ./... | grep -v /launch/grid)
+	$(GO) test -count=1 ./launch/grid/...
 
 ## integration: tests against real containers (root, Docker Engine, no registry needed).
 ## Kernel shaping in network namespaces runs in `make test` already (root-gated).
