@@ -72,7 +72,8 @@ type host struct {
 	prov   membership.Provider
 	ctx    context.Context
 	stop   context.CancelFunc // ends Serve
-	quiet  atomic.Bool        // GridStop: exit without leaving
+	quiet  atomic.Bool        // GridStop received
+	stopBy chan *actor.PID    // who asked for GridStop (capacity 1)
 	logf   func(format string, a ...any)
 
 	mu        sync.Mutex
@@ -82,9 +83,10 @@ type host struct {
 	clusters  map[string]*actor.PID // runner sites: cluster managers
 }
 
-// ErrStopped is returned by Serve when the launcher stopped the host
-// (GridStop): the host has stopped its actors, removed its shaping and
-// closed its membership without announcing a departure.
+// ErrStopped is returned by Serve, once ctx ends, when the launcher had
+// stopped the host (GridStop): the host stopped its role actor, removed
+// its shaping, closed its membership without announcing a departure and
+// acknowledged, then idled (its remote still up) until ctx ended.
 var ErrStopped = errors.New("grid: host stopped by the launcher")
 
 // Serve runs an actor host until ctx ends (SIGTERM in a container): it
@@ -119,9 +121,10 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 	if logw == nil {
 		logw = io.Discard
 	}
+	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	h := &host{cfg: cfg, grid: cfg.Grid, ctx: ctx, stop: stop, down: map[string]bool{},
+	h := &host{cfg: cfg, grid: cfg.Grid, ctx: ctx, stop: stop, down: map[string]bool{}, stopBy: make(chan *actor.PID, 1),
 		logf: func(format string, a ...any) { fmt.Fprintf(logw, cfg.Name+": "+format+"\n", a...) }}
 	var cleanup []func() error
 	defer func() {
@@ -158,6 +161,7 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 	stopRole := func() error {
 		h.mu.Lock()
 		p := h.roleActor
+		h.roleActor = nil
 		h.mu.Unlock()
 		if p != nil {
 			_ = h.system.Root.StopFuture(p).Wait() // waits for its Stopping handler
@@ -222,7 +226,22 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 		select {
 		case <-ctx.Done():
 			if h.quiet.Load() {
-				left = true // the whole run is going away: no departure gossip
+				// The whole run is going away: close the membership without
+				// departure gossip, stop the role actor, remove the shaping
+				// (so the container's namespace is plain when Docker removes
+				// it), acknowledge, and idle until the container goes.
+				left = true
+				err := errors.Join(h.prov.Close(), stopRole(), h.closeShaping())
+				ack := &msg.GridAck{Host: cfg.Name}
+				if err != nil {
+					ack.Error = err.Error()
+				}
+				select {
+				case to := <-h.stopBy:
+					h.system.Root.Send(to, ack)
+				default:
+				}
+				<-parent.Done()
 				return ErrStopped
 			}
 			// Leave first (so peers see a departure, not a failure), then
@@ -325,6 +344,14 @@ func (h *host) member(ev membership.Event) {
 		}
 		h.nodeDown(m, "failed: no longer answers membership probes nor connections")
 	}(ev.Member)
+}
+
+// closeShaping removes the host's shaping (no-op without a shaper).
+func (h *host) closeShaping() error {
+	if h.sh == nil {
+		return nil
+	}
+	return h.sh.close()
 }
 
 // alive reports whether addr accepts a TCP connection, trying twice.
@@ -551,8 +578,11 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 	case *msg.SpawnRunner:
 		c.spawnRunner(ctx, x)
 	case *msg.GridStop:
-		ctx.Respond(&msg.GridAck{Host: h.cfg.Name})
-		h.quiet.Store(true)
+		if h.quiet.Swap(true) {
+			ctx.Respond(&msg.GridAck{Host: h.cfg.Name})
+			return
+		}
+		h.stopBy <- ctx.Sender()
 		h.stop()
 	case *msg.NodeDown:
 		for _, child := range ctx.Children() {

@@ -144,11 +144,11 @@ func (l *launcher) stopHosts() error {
 	}
 	l.mu.Unlock()
 	err := l.prov.Close()
-	// Acknowledged, so the requests leave before the launcher's remote
-	// stops; a host that does not answer is removed all the same.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Each host acknowledges once its shaping is gone; a host that does not
+	// answer is removed all the same.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, _ = l.askAll(ctx, hosts, func(membership.Member) interface{} { return &msg.GridStop{} }, 10*time.Second, 64)
+	_, _ = l.askAll(ctx, hosts, func(membership.Member) interface{} { return &msg.GridStop{} }, 20*time.Second, 64)
 	return err
 }
 

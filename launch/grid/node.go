@@ -56,11 +56,9 @@ func NodeMain(ctx context.Context, args []string, log io.Writer) error {
 	}
 	err = Serve(ctx, HostConfig{Name: *name, Role: *role, Cluster: *cluster, IP: *ip, RemotePort: *port, GossipPort: *gossip, Grid: g, Log: log})
 	if errors.Is(err, ErrStopped) {
-		// The launcher stopped the host and removes its container next.
-		// The process stays (idle) until then: a container exiting by
-		// itself while Docker force-removes it is what leaves a network
-		// with a stale endpoint count behind (moby/moby#42119).
-		<-ctx.Done()
+		// The launcher stopped the host and removed the container (the
+		// process idled until then rather than exit by itself while Docker
+		// removes it).
 		return nil
 	}
 	return err
