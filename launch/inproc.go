@@ -385,8 +385,9 @@ func fmtDur(d time.Duration) string {
 // policies exist and how long an application takes on one cluster.
 func ScenarioEnv() scenarios.Env {
 	env := scenarios.Env{
-		Apps:     apps.Names(),
-		Policies: placement.Names(),
+		Apps:          apps.Names(),
+		Policies:      placement.Names(),
+		MalleableApps: apps.MalleableNames(),
 		Nominal: func(app string, nodes int) (time.Duration, error) {
 			a, err := apps.Lookup(app)
 			if err != nil {

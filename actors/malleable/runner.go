@@ -125,6 +125,7 @@ type mrunner struct {
 	placed    bool
 	started   bool
 	finished  bool
+	ending    bool // a rank of the application has ended: it resizes no more
 	failure   string
 	cancelArm func()
 	startS    float64
@@ -466,6 +467,9 @@ func (r *mrunner) next(ctx actor.Context) {
 		q := r.queue[0]
 		r.queue = r.queue[1:]
 		acc, why := r.decide(q)
+		if r.ending {
+			acc, why = 0, "the application is ending"
+		}
 		if q.id != 0 {
 			ctx.Send(r.cfg.Manager, &msg.ResizeReply{JobId: r.cfg.Job.Id, RequestId: q.id, Accepted: int32(acc), Reason: why})
 		}
@@ -538,6 +542,13 @@ func (r *mrunner) onClaim(ctx actor.Context, x *msg.ClaimReply) {
 // a voluntary release; then it starts ranks on the kept processors.
 func (r *mrunner) claimsDone(ctx actor.Context) {
 	o := r.cur
+	if r.ending {
+		if len(o.claimed) > 0 {
+			ctx.Send(r.cfg.Clusters[r.cluster], &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: nodeNames(o.claimed)})
+		}
+		r.endGrow(ctx, "the application ended during the grow")
+		return
+	}
 	got := len(o.claimed)
 	keep := r.job.Take(got)
 	if extra := o.claimed[keep:]; len(extra) > 0 {
@@ -575,6 +586,10 @@ func (r *mrunner) joinerReady(ctx actor.Context, m *member, x *msg.RankReady) {
 	m.state, m.addr = mReady, x.Addr
 	o.readyN++
 	if o.readyN < len(o.joiners) {
+		return
+	}
+	if r.ending {
+		r.abortGrow(ctx, "the application ended during the grow")
 		return
 	}
 	if o.cancel != nil {
@@ -727,6 +742,15 @@ func (r *mrunner) onDone(ctx actor.Context, x *msg.RankDone) {
 	m.state = mGone
 	if !x.Ok {
 		r.fail(ctx, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
+	}
+	if !r.ending {
+		// The application ends: a grow whose new ranks were not yet handed
+		// the new table is given up (the remaining ranks are no longer a
+		// complete table); one at the claiming stage ends in claimsDone.
+		r.ending = true
+		if o := r.cur; o != nil && o.phase == phStarting && r.failure == "" && !r.finished {
+			r.abortGrow(ctx, "the application ended during the grow")
+		}
 	}
 	r.finishIfDone(ctx)
 }

@@ -292,3 +292,31 @@ func TestRunnerAppRelease(t *testing.T) {
 	}
 	h.allFree()
 }
+
+// Once a rank of the application has ended (its last iteration is done),
+// the remaining ranks are no longer a complete table: the runner resizes no
+// more, it declines new requests and the job still completes.
+func TestRunnerDeclinesResizesOnceTheApplicationEnds(t *testing.T) {
+	h := newRunnerHarness(t, 8, "j1", "nbody", 2, 46, 0)
+	h.mu.Lock()
+	a := h.apps["j1"]
+	h.mu.Unlock()
+	var last *fakeMember
+	a.mu.Lock()
+	for _, m := range a.members {
+		if m.rank == 1 {
+			last = m
+		}
+	}
+	a.mu.Unlock()
+	h.sys.Root.Send(h.runner, &msg.RankDone{JobId: "j1", Rank: 1, Node: last.node, Ok: true, Iterations: 3})
+	h.sys.Root.Send(h.runner, &msg.GrowRequest{JobId: "j1", Processors: 4, RequestId: 1})
+	r := expect[*msg.ResizeReply](t, h.mgr, "grow reply")
+	if r.Accepted != 0 || r.Reason == "" {
+		t.Fatalf("grow while ending: reply %+v", r)
+	}
+	if end := h.end(); end.Fields["status"] != "completed" || end.Values["grows"] != 0 {
+		t.Fatalf("end %v %v", end.Fields, end.Values)
+	}
+	h.allFree()
+}

@@ -34,7 +34,8 @@ type rank struct {
 	ep      *comm.Endpoint
 	ctx     context.Context
 	cancel  context.CancelFunc
-	running bool // the rank's goroutine owns reporting
+	running bool          // the rank's goroutine owns reporting
+	ctl     *apps.Control // a malleable application's resize control
 }
 
 type rankFinished struct{ job string }
@@ -63,6 +64,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.run(ctx, x)
 	case *msg.AbortRank:
 		n.abort(ctx, x)
+	case *msg.ResizeRanks:
+		n.resize(ctx, x)
 	case *rankFinished:
 		if n.cur != nil && n.cur.job == x.job {
 			n.cur = nil
@@ -118,6 +121,9 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 	}
 	self, root, name := ctx.Self(), n.cfg.Env.System.Root, n.cfg.Name
 	r.running = true
+	if _, ok := r.app.(apps.Malleable); ok {
+		r.ctl = n.control(r)
+	}
 	go func() {
 		done := &msg.RankDone{JobId: r.job, Rank: r.rank, Node: name}
 		defer func() {
@@ -135,15 +141,108 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 		}
 		defer c.Close()
 		root.Send(r.runner, &msg.RankConnected{JobId: r.job, Rank: r.rank})
-		res, err := r.app.Run(r.ctx, c, r.params)
-		st := c.Stats()
-		done.BytesSent, done.MsgsSent = st.BytesSent, st.MsgsSent
-		done.ComputeS, done.CommS = st.ComputeTime.Seconds(), st.CommTime.Seconds()
-		if err != nil {
-			done.Error = err.Error()
+		var res apps.Result
+		if m, ok := r.app.(apps.Malleable); ok {
+			res, err = m.RunMalleable(r.ctx, c, r.params, r.ctl, nil)
+		} else {
+			res, err = r.app.Run(r.ctx, c, r.params)
+		}
+		n.report(done, c, res, err)
+	}()
+}
+
+// report fills the rank's RankDone from its communicator and result.
+func (n *node) report(done *msg.RankDone, c *comm.Comm, res apps.Result, err error) {
+	st := c.Stats()
+	done.BytesSent, done.MsgsSent = st.BytesSent, st.MsgsSent
+	done.ComputeS, done.CommS = st.ComputeTime.Seconds(), st.CommTime.Seconds()
+	if err != nil {
+		done.Error = err.Error()
+		c.Abort(err)
+		return
+	}
+	done.Ok, done.Value, done.Iterations = true, res.Value, int32(res.Iterations)
+}
+
+// control builds the resize control of a malleable rank: its reports go to
+// the runner as RankResized (and an event with the bytes moved), its
+// voluntary releases as AppRelease.
+func (n *node) control(r *rank) *apps.Control {
+	root, env, name := n.cfg.Env.System.Root, n.cfg.Env, n.cfg.Name
+	factor := 1.0
+	if env.Clock != nil {
+		factor = env.Clock.Factor()
+	}
+	return apps.NewControl(func(x apps.Resized) {
+		root.Send(r.runner, &msg.RankResized{JobId: r.job, ResizeId: x.ID, Rank: int32(x.Rank), NewRank: int32(x.NewRank),
+			Node: name, ResizeS: x.Duration.Seconds() * factor, Released: x.Released, SafePoints: int32(x.SafePoints)})
+		ev := env.Event("rank_resized", "node", r.job)
+		ev.Fields = map[string]string{"node": name, "cluster": n.cfg.Cluster}
+		ev.Values = map[string]float64{"resize_id": float64(x.ID), "rank": float64(x.Rank), "new_rank": float64(x.NewRank),
+			"old_size": float64(x.Stats.OldSize), "new_size": float64(x.Stats.NewSize),
+			"bytes_sent": float64(x.Stats.BytesSent), "bytes_recv": float64(x.Stats.BytesRecv), "kept": float64(x.Stats.Kept),
+			"resize_wall_s": x.Duration.Seconds(), "safe_points": float64(x.SafePoints)}
+		env.Emit(ev)
+	}, func(p int) {
+		root.Send(r.runner, &msg.AppRelease{JobId: r.job, Rank: r.rank, Processors: int32(p)})
+	})
+}
+
+// resize hands a resize order to the rank: a running rank applies it at its
+// next safe point; a rank started for a grow (endpoint open, no table yet)
+// joins the job.
+func (n *node) resize(ctx actor.Context, x *msg.ResizeRanks) {
+	r := n.cur
+	if r == nil || r.job != x.JobId {
+		return
+	}
+	fail := func(why string) {
+		ctx.Send(r.runner, &msg.RankResized{JobId: r.job, ResizeId: x.ResizeId, Rank: r.rank, NewRank: x.Self, Node: n.cfg.Name, Error: why})
+	}
+	m, ok := r.app.(apps.Malleable)
+	if !ok {
+		fail(fmt.Sprintf("application %s cannot resize", r.app.Name()))
+		return
+	}
+	peers := make([]comm.Peer, len(x.Peers))
+	for i, p := range x.Peers {
+		peers[i] = comm.Peer{Rank: int(p.Rank), Addr: p.Addr, Cluster: p.Cluster}
+	}
+	order := apps.Resize{ID: x.ResizeId, Peers: peers, OldSize: int(x.OldSize), Self: int(x.Self), Mandatory: x.Mandatory}
+	if r.running {
+		if r.ctl == nil {
+			fail("rank is not running a malleable application")
 			return
 		}
-		done.Ok, done.Value, done.Iterations = true, res.Value, int32(res.Iterations)
+		r.ctl.Order(order)
+		return
+	}
+	if x.Self != r.rank {
+		fail(fmt.Sprintf("new rank %d asked to join as rank %d", r.rank, x.Self))
+		return
+	}
+	r.running = true
+	r.ctl = n.control(r)
+	self, root, name := ctx.Self(), n.cfg.Env.System.Root, n.cfg.Name
+	go func() {
+		done := &msg.RankDone{JobId: r.job, Rank: r.rank, Node: name}
+		defer func() {
+			r.cancel()
+			if err := r.ep.Close(); err != nil && done.Error == "" {
+				done.Error = "close endpoint: " + err.Error()
+			}
+			root.Send(r.runner, done)
+			root.Send(self, &rankFinished{job: r.job})
+		}()
+		c, data, st, err := r.ep.Join(r.ctx, peers, int(x.OldSize))
+		if err != nil {
+			done.Error = fmt.Sprintf("join: %v", err)
+			root.Send(r.runner, &msg.RankResized{JobId: r.job, ResizeId: x.ResizeId, Rank: r.rank, NewRank: x.Self, Node: name, Error: done.Error})
+			return
+		}
+		defer c.Close()
+		res, err := m.RunMalleable(r.ctx, c, r.params, r.ctl, &apps.Joined{Order: order, Data: data, Stats: st})
+		n.report(done, c, res, err)
 	}()
 }
 

@@ -41,6 +41,9 @@ type Result struct {
 	// Value is a checksum or answer that proves the computation was real
 	// (the same on every rank).
 	Value float64
+	// Released: the rank left a malleable job at a resize (it holds no
+	// result; the job goes on without it).
+	Released bool
 }
 
 // App is an SPMD program: every rank of a job runs Run with its Comm.
@@ -64,7 +67,21 @@ type ArgApp interface {
 
 // Names lists the registered applications.
 func Names() []string {
-	return []string{"allgather", "ccr", "poisson", "prime", "wave"}
+	return []string{"allgather", "ccr", "ft", "nbody", "poisson", "prime", "wave"}
+}
+
+// MalleableNames lists the registered applications that implement
+// Malleable.
+func MalleableNames() []string {
+	var out []string
+	for _, n := range Names() {
+		if a, err := Lookup(n); err == nil {
+			if _, ok := a.(Malleable); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // Lookup returns the application with the given name.
@@ -80,6 +97,10 @@ func Lookup(name string) (App, error) {
 		return Allgather{}, nil
 	case "ccr":
 		return CCR{}, nil
+	case "ft":
+		return FT{}, nil
+	case "nbody":
+		return NBody{}, nil
 	}
 	return nil, fmt.Errorf("apps: unknown application %q (known: %s)", name, strings.Join(Names(), ", "))
 }

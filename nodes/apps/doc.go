@@ -1,5 +1,7 @@
 // Package apps holds the SPMD applications the emulated jobs run: prime,
-// poisson, wave, allgather and ccr (SPEC §7). Each is a real program over
+// poisson, wave, allgather and ccr (SPEC §7), and the malleable ft and
+// nbody (SPEC §4, see malleable.go: they implement Malleable and are
+// resized at safe points between iterations). Each is a real program over
 // nodes/comm: its messages are real bytes through the shaped links, its
 // results are computed for real on a scaled-down problem (so they can be
 // checked), and the bulk of its computation is emulated with Comm.Compute,

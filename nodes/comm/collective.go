@@ -219,6 +219,10 @@ func (c *Comm) AllgatherRing(ctx context.Context, b []byte) ([][]byte, error) {
 // r-2^k and receives as many from rank r+2^k. Blocks may differ in length.
 func (c *Comm) AllgatherBruck(ctx context.Context, b []byte) ([][]byte, error) {
 	defer c.timed(time.Now())
+	return c.allgatherBruck(ctx, b, tagAllgather)
+}
+
+func (c *Comm) allgatherBruck(ctx context.Context, b []byte, tag int32) ([][]byte, error) {
 	n := c.Size()
 	r := c.rank
 	have := make([][]byte, 1, n) // have[i] is the block of rank (r+i)%n
@@ -231,10 +235,10 @@ func (c *Comm) AllgatherBruck(ctx context.Context, b []byte) ([][]byte, error) {
 			buf = binary.BigEndian.AppendUint32(buf, uint32(len(blk)))
 			buf = append(buf, blk...)
 		}
-		if err := c.send(ctx, (r-dist+n)%n, tagAllgather, buf); err != nil {
+		if err := c.send(ctx, (r-dist+n)%n, tag, buf); err != nil {
 			return nil, fmt.Errorf("allgather: %w", err)
 		}
-		got, err := c.recv(ctx, (r+dist)%n, tagAllgather)
+		got, err := c.recv(ctx, (r+dist)%n, tag)
 		if err != nil {
 			return nil, fmt.Errorf("allgather: %w", err)
 		}

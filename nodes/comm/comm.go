@@ -23,6 +23,8 @@ const (
 	tagAllreduce = -3
 	tagAllgather = -4
 	tagGather    = -5
+	tagLayout    = -6 // resize: block lengths
+	tagResize    = -7 // resize: data moves
 )
 
 const (
@@ -82,17 +84,25 @@ type Stats struct {
 	ComputeTime time.Duration
 	// CommTime is the wall time spent blocked in communication calls.
 	CommTime time.Duration
+	// Resizes counts the resizes this rank took part in (Resize and Join);
+	// ResizeTime is the wall time they took, ResizeBytesSent and
+	// ResizeBytesRecv the data they moved over the network (included in
+	// BytesSent and BytesRecv).
+	Resizes         int64
+	ResizeTime      time.Duration
+	ResizeBytesSent int64
+	ResizeBytesRecv int64
 }
 
 // Comm is one rank's communicator: the full mesh to the other ranks.
 // Methods are safe for concurrent use; the usual SPMD program calls them
 // from one goroutine.
 type Comm struct {
-	opts  Options
-	rank  int
-	peers []Peer
-	links []*link // by rank; nil for self
-	self  *inbox
+	opts Options
+	rank int
+	// tab is the rank table: replaced (never changed in place) by Resize.
+	tab  atomic.Pointer[table]
+	self *inbox
 
 	failed  chan struct{}
 	failMu  sync.Mutex
@@ -109,10 +119,25 @@ type Comm struct {
 
 	computeMu sync.Mutex
 	debt      time.Duration // lateness of earlier compute waits, paid back
+
+	resizes, resizeNs      atomic.Int64
+	resizeSent, resizeRecv atomic.Int64
+	resizeMu               sync.Mutex // one Resize at a time
 }
+
+// table is the job's rank table as this rank sees it.
+type table struct {
+	peers []Peer
+	links []*link // by rank; nil for self
+}
+
+// t returns the current rank table.
+func (c *Comm) t() *table { return c.tab.Load() }
 
 type link struct {
 	peer int
+	addr string // the peer's endpoint, for error messages
+	dst  string // the peer's cluster
 	raw  net.Conn
 	w    net.Conn // raw wrapped by the egress shaper
 	wmu  sync.Mutex
@@ -179,22 +204,18 @@ func newComm(opts Options, peers []Peer, conns []net.Conn) *Comm {
 	c := &Comm{
 		opts:   opts,
 		rank:   opts.Rank,
-		peers:  peers,
-		links:  make([]*link, len(peers)),
 		self:   newInbox(),
 		failed: make(chan struct{}),
 	}
+	links := make([]*link, len(peers))
 	for j, raw := range conns {
 		if j == c.rank || raw == nil {
 			continue
 		}
-		if tc, ok := raw.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		l := &link{peer: j, raw: raw, w: opts.Egress.Wrap(raw, peers[j].Cluster), in: newInbox()}
-		c.links[j] = l
+		links[j] = c.newLink(j, peers[j], raw)
 	}
-	for _, l := range c.links {
+	c.tab.Store(&table{peers: peers, links: links})
+	for _, l := range links {
 		if l != nil {
 			c.readers.Add(1)
 			go c.read(l)
@@ -203,20 +224,32 @@ func newComm(opts Options, peers []Peer, conns []net.Conn) *Comm {
 	return c
 }
 
+// newLink wraps a connection to peer p (rank j) in the egress shaper; the
+// caller starts its reader.
+func (c *Comm) newLink(j int, p Peer, raw net.Conn) *link {
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return &link{peer: j, addr: p.Addr, dst: p.Cluster, raw: raw, w: c.opts.Egress.Wrap(raw, p.Cluster), in: newInbox()}
+}
+
 // Rank returns this process's rank.
 func (c *Comm) Rank() int { return c.rank }
 
 // Size returns the number of ranks.
-func (c *Comm) Size() int { return len(c.peers) }
+func (c *Comm) Size() int { return len(c.t().peers) }
 
 // Cluster returns the cluster of this rank's node.
 func (c *Comm) Cluster() string { return c.opts.Cluster }
+
+// Processors returns the processors the rank computes with.
+func (c *Comm) Processors() int { return c.opts.Processors }
 
 // JobID returns the job the communicator belongs to.
 func (c *Comm) JobID() string { return c.opts.JobID }
 
 // Peers returns every rank of the job, ordered by rank.
-func (c *Comm) Peers() []Peer { return append([]Peer(nil), c.peers...) }
+func (c *Comm) Peers() []Peer { return append([]Peer(nil), c.t().peers...) }
 
 // Stats returns the counters of this rank.
 func (c *Comm) Stats() Stats {
@@ -227,6 +260,11 @@ func (c *Comm) Stats() Stats {
 		MsgsRecv:    c.msgsRecv.Load(),
 		ComputeTime: time.Duration(c.computeNs.Load()),
 		CommTime:    time.Duration(c.commNs.Load()),
+
+		Resizes:         c.resizes.Load(),
+		ResizeTime:      time.Duration(c.resizeNs.Load()),
+		ResizeBytesSent: c.resizeSent.Load(),
+		ResizeBytesRecv: c.resizeRecv.Load(),
 	}
 }
 
@@ -314,14 +352,14 @@ func (c *Comm) readErr(l *link, err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		err = fmt.Errorf("connection closed without goodbye: %w", err)
 	}
-	e := c.errorf("rank %d (%s, cluster %s): %w: %w", l.peer, c.peers[l.peer].Addr, c.peers[l.peer].Cluster, ErrPeerLost, err)
+	e := c.errorf("rank %d (%s, cluster %s): %w: %w", l.peer, l.addr, l.dst, ErrPeerLost, err)
 	l.in.setGone(e)
 	c.fail(e)
 }
 
 func (c *Comm) peerCheck(to int) error {
-	if to < 0 || to >= len(c.peers) {
-		return c.errorf("rank %d out of range [0,%d)", to, len(c.peers))
+	if n := c.Size(); to < 0 || to >= n {
+		return c.errorf("rank %d out of range [0,%d)", to, n)
 	}
 	return nil
 }
@@ -392,7 +430,7 @@ func (c *Comm) send(ctx context.Context, to int, tag int32, b []byte) error {
 		c.self.deliver(tag, cp)
 		return nil
 	}
-	l := c.links[to]
+	l := c.t().links[to]
 	if err := c.writeFrame(ctx, l, tag, b); err != nil {
 		if c.closing.Load() {
 			return ErrClosed
@@ -411,7 +449,7 @@ func (c *Comm) send(ctx context.Context, to int, tag int32, b []byte) error {
 			return gerr
 		default:
 		}
-		e := c.errorf("send to rank %d (%s): %w: %w", to, c.peers[to].Addr, ErrPeerLost, err)
+		e := c.errorf("send to rank %d (%s): %w: %w", to, l.addr, ErrPeerLost, err)
 		c.fail(e)
 		return e
 	}
@@ -462,7 +500,7 @@ func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
 	}
 	in := c.self
 	if from != c.rank {
-		in = c.links[from].in
+		in = c.t().links[from].in
 	}
 	in.mu.Lock()
 	q := in.queue(tag)
@@ -576,8 +614,9 @@ func (c *Comm) Close() error {
 	c.done = true
 	var firstErr error
 	broken := c.Err() != nil
+	links := c.t().links
 	if !broken {
-		for _, l := range c.links {
+		for _, l := range links {
 			if l == nil {
 				continue
 			}
@@ -587,7 +626,7 @@ func (c *Comm) Close() error {
 		}
 		timer := time.NewTimer(c.opts.CloseTimeout)
 	wait:
-		for _, l := range c.links {
+		for _, l := range links {
 			if l == nil {
 				continue
 			}
@@ -621,7 +660,7 @@ func (c *Comm) Abort(reason error) {
 	if len(msg) > 4096 {
 		msg = msg[:4096]
 	}
-	for _, l := range c.links {
+	for _, l := range c.t().links {
 		// A writer blocked on a stuck peer must not stop the abort.
 		if l != nil && l.wmu.TryLock() {
 			_ = c.controlLocked(l, tagAbort, []byte(msg))
@@ -656,7 +695,7 @@ func (c *Comm) shutdown(err error, graceful bool) {
 	c.closing.Store(true)
 	c.fail(err)
 	var wg sync.WaitGroup
-	for _, l := range c.links {
+	for _, l := range c.t().links {
 		if l == nil {
 			continue
 		}

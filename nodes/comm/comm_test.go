@@ -356,7 +356,7 @@ func TestPeerCrashFailsPendingRecv(t *testing.T) {
 	go func() { _, err := cs[0].Recv(ctx, 1, 0); errc <- err }()
 	go func() { _, err := cs[2].Recv(ctx, 0, 0); errc <- err }() // another peer: the comm breaks as a whole
 	// Simulate a crash of rank 1: its connections vanish without goodbye.
-	for _, l := range cs[1].links {
+	for _, l := range cs[1].t().links {
 		if l != nil {
 			_ = l.raw.Close()
 		}

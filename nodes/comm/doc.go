@@ -25,6 +25,15 @@
 // so no data in flight is lost, closes the connections and waits for its
 // goroutines; Abort tells the peers why and closes at once.
 //
+// Resizing. A running job may change its rank table at a safe point:
+// Comm.Resize on the current ranks (ranks keep their numbers; a grow
+// appends ranks, a shrink removes the highest ones) and Endpoint.Join on
+// the new ranks. The job's data, a block-distributed byte array, is
+// redistributed into balanced blocks over the new ranks, every moved byte
+// crossing the shaped connections; departing ranks hand their blocks over,
+// exchange goodbyes and close. Stats counts the resizes, their wall time
+// and the bytes they moved (see resize.go).
+//
 // Costs. A message is one write of header and payload (a per-connection
 // buffer, no bufio copy) and, on the receiving side, one allocation for the
 // payload (payloads from 4 KiB up come from pools; Release gives them

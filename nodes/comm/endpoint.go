@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"sync"
 	"time"
 
@@ -294,12 +293,9 @@ func greeting(job string, rank, size int) []byte {
 // Comm's connections are shaped by the endpoint's Egress. An Endpoint
 // connects once.
 func (e *Endpoint) Connect(ctx context.Context, peers []Peer) (*Comm, error) {
-	ps := append([]Peer(nil), peers...)
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Rank < ps[j].Rank })
-	for i, p := range ps {
-		if p.Rank != i {
-			return nil, fmt.Errorf("comm: job %s: peers must be ranks 0..%d exactly once (got rank %d at position %d)", e.opts.JobID, len(ps)-1, p.Rank, i)
-		}
+	ps, err := sortPeers(e.opts.JobID, peers)
+	if err != nil {
+		return nil, err
 	}
 	me := e.opts.Rank
 	n := len(ps)

@@ -1,0 +1,130 @@
+package launch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// malleableE2E is a small malleable workload on one cluster of 16
+// single-processor nodes under PWA/FPSMA: an n-body job starts on 2
+// processors and grows to fill the cluster; an FT job (at 150 s) and a
+// rigid job of 4 (at 200 s) then only fit once the n-body job shrinks
+// (mandatory); it grows again when FT ends. More iterations than the
+// defaults (args) give safe points every few scenario seconds. Time scale
+// 200: about 3 s of wall time.
+const malleableE2E = `
+name: malleable-e2e
+seed: 3
+time_scale: 200
+topology:
+  clusters:
+    - {name: leiden, nodes: 16, processors: 1, cpu_ghz: 2.6, speed: 1.0, interconnect: myri10g}
+  links: {preset: das3}
+workload:
+  jobs:
+    - {at_s: 0,   application: nbody, size: 2, request: non-fixed, malleable: true, max: 16, args: {iterations: 24000, data_mb: 8}}
+    - {at_s: 150, application: ft,    size: 2, request: non-fixed, malleable: true, max: 8, args: {iterations: 6000, data_mb: 4}}
+    - {at_s: 200, application: nbody, size: 4, request: non-fixed, args: {iterations: 24000, data_mb: 4}}
+policy:
+  placement: wf
+  startup_delay_s: 10
+  probe_period_s: 300
+  malleability: {approach: pwa, policy: fpsma, threshold: 1.0, poll_period_s: 20}
+`
+
+// TestMalleableEndToEnd runs real malleable applications through the
+// malleability manager, the MRunners and the node actors: the jobs grow and
+// shrink (a mandatory shrink honoured at the first safe point, as the run's
+// own invariant checks require), every job completes (each rank checked its
+// data byte for byte), and the data of every resize crossed the network.
+func TestMalleableEndToEnd(t *testing.T) {
+	s, err := scenarios.Parse([]byte(malleableE2E), "malleable-e2e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := RunInproc(ctx, plan, Options{Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		if j.Status != "completed" {
+			t.Errorf("job %s (%s): %s %s", j.ID, j.App, j.Status, j.Reason)
+		}
+	}
+	m := res.Summary.Malleability
+	if m == nil {
+		t.Fatal("no malleability section")
+	}
+	t.Logf("grows %d, shrinks %d (%d mandatory), resize %.1f s, checks %v", m.Grows, m.Shrinks, m.MandatoryShrinks, m.ResizeTimeS, m.Checks)
+	if m.Grows == 0 || m.Shrinks == 0 || m.MandatoryShrinks == 0 {
+		t.Errorf("want grows and mandatory shrinks: %d grows, %d shrinks, %d mandatory", m.Grows, m.Shrinks, m.MandatoryShrinks)
+	}
+	if !m.InvariantsHold {
+		t.Errorf("invariants violated: %v %v", m.Violations, m.Details)
+	}
+	for _, inv := range []string{malleable.InvMandatory, malleable.InvBounds, malleable.InvPow2, malleable.InvCapacity} {
+		if m.Checks[inv] == 0 {
+			t.Errorf("invariant %s never checked", inv)
+		}
+	}
+
+	// The ranks' own accounts of every resize: the bytes handed over were
+	// received, over the network, for grows and shrinks alike.
+	type acc struct{ sent, recv float64 }
+	byOp := map[string]*acc{"grow": {}, "shrink": {}}
+	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	ftSizes := map[float64]bool{}
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev["kind"] {
+		case "rank_resized":
+			op := "grow"
+			if ev["new_size"].(float64) < ev["old_size"].(float64) {
+				op = "shrink"
+			}
+			byOp[op].sent += ev["bytes_sent"].(float64)
+			byOp[op].recv += ev["bytes_recv"].(float64)
+		case "procs":
+			if ev["job"] == "j0002" {
+				ftSizes[ev["size"].(float64)] = true
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for op, a := range byOp {
+		if a.sent == 0 || a.sent != a.recv {
+			t.Errorf("%s: ranks sent %.0f bytes and received %.0f", op, a.sent, a.recv)
+		}
+	}
+	for n := range ftSizes {
+		if k := int(n); k&(k-1) != 0 {
+			t.Errorf("FT ran on %d processors", k)
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package comm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Resizing. A running job changes its rank table at a safe point of the
+// program (between iterations, no operation of the program in flight):
+// every current rank calls Comm.Resize with the new table, every new rank
+// calls Endpoint.Join. Ranks keep their numbers: a grow appends ranks
+// oldSize..newSize-1, a shrink removes the highest ranks newSize..oldSize-1
+// (one resize never both adds and removes ranks).
+//
+// The program's data is a block-distributed byte array: the ranks' blocks
+// concatenated in rank order. A resize redistributes it into balanced
+// blocks over the new ranks (block j holds total/n bytes, the first
+// total%n blocks one more), and every byte that changes owner travels over
+// the job's (shaped) connections.
+//
+// Grow: every current rank dials every new rank (lower ranks dial higher
+// ones, as in Connect), the new ranks connect among themselves, then all of
+// them exchange their block lengths and the data over the new mesh.
+// Shrink: every rank, departing ones included, exchanges block lengths and
+// data over the old mesh; the departing ranks then close their
+// communicator, and the remaining ones say goodbye to them and drop those
+// connections.
+
+// ResizeStats describes one rank's part in a resize.
+type ResizeStats struct {
+	OldSize, NewSize int
+	// Duration is the wall time of the rank's part: for a current rank from
+	// the call until its new block is complete (a departing rank: until its
+	// goodbyes are exchanged); for a new rank from the moment its mesh
+	// stands (it waits for the current ranks' safe point before that).
+	Duration time.Duration
+	// BytesSent and BytesRecv are the data bytes moved over the network;
+	// Kept the bytes of the rank's old block that stay with it.
+	BytesSent, BytesRecv, Kept int64
+}
+
+// sortPeers checks that peers are ranks 0..n-1 exactly once and returns
+// them ordered by rank.
+func sortPeers(job string, peers []Peer) ([]Peer, error) {
+	ps := append([]Peer(nil), peers...)
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Rank < ps[j].Rank })
+	for i, p := range ps {
+		if p.Rank != i {
+			return nil, fmt.Errorf("comm: job %s: peers must be ranks 0..%d exactly once (got rank %d at position %d)", job, len(ps)-1, p.Rank, i)
+		}
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("comm: job %s: empty rank table", job)
+	}
+	return ps, nil
+}
+
+// Resize switches the communicator to the rank table peers at a safe point
+// and redistributes data, this rank's block of the job's distributed array
+// (see above). self is this rank's number in the new table: its current
+// rank, or -1 when it leaves (only the highest ranks leave). It returns the
+// rank's new block (nil when it left; the communicator is then closed) and
+// what the resize cost. Every current rank must call Resize with the same
+// table, and every new rank Join, as with a collective. An error leaves the
+// communicator unusable (abort it).
+func (c *Comm) Resize(ctx context.Context, peers []Peer, self int, data []byte) ([]byte, ResizeStats, error) {
+	c.resizeMu.Lock()
+	defer c.resizeMu.Unlock()
+	start := time.Now()
+	if err := c.check(ctx); err != nil {
+		return nil, ResizeStats{}, err
+	}
+	ps, err := sortPeers(c.opts.JobID, peers)
+	if err != nil {
+		return nil, ResizeStats{}, err
+	}
+	old := c.t()
+	oldN, n := len(old.peers), len(ps)
+	st := ResizeStats{OldSize: oldN, NewSize: n}
+	switch {
+	case self == -1 && c.rank < n:
+		return nil, st, c.errorf("resize %d->%d: rank %d cannot leave (only ranks %d..%d leave)", oldN, n, c.rank, n, oldN-1)
+	case self >= 0 && self != c.rank:
+		return nil, st, c.errorf("resize %d->%d: ranks keep their numbers (asked to become rank %d)", oldN, n, self)
+	case self >= 0 && self >= n:
+		return nil, st, c.errorf("resize %d->%d: rank %d not in the new table", oldN, n, self)
+	}
+	for i := 0; i < min(oldN, n); i++ {
+		if ps[i].Addr != old.peers[i].Addr {
+			return nil, st, c.errorf("resize %d->%d: rank %d of the new table is at %s, not %s (ranks keep their numbers)", oldN, n, i, ps[i].Addr, old.peers[i].Addr)
+		}
+	}
+	if n == oldN {
+		st.Kept = int64(len(data))
+		return data, st, nil
+	}
+	if n > oldN {
+		if err := c.extend(ctx, ps, oldN); err != nil {
+			return nil, st, err
+		}
+	}
+	out, err := c.redistribute(ctx, oldN, n, data, &st)
+	if err != nil {
+		return nil, st, err
+	}
+	if n < oldN {
+		if self == -1 {
+			if err := c.Close(); err != nil {
+				return nil, st, err
+			}
+			out = nil
+		} else if err := c.drop(ctx, ps); err != nil {
+			return nil, st, err
+		}
+	}
+	st.Duration = time.Since(start)
+	c.account(st)
+	return out, st, nil
+}
+
+func (c *Comm) account(st ResizeStats) {
+	c.resizes.Add(1)
+	c.resizeNs.Add(int64(st.Duration))
+	c.resizeSent.Add(st.BytesSent)
+	c.resizeRecv.Add(st.BytesRecv)
+}
+
+// extend dials the new ranks oldN..len(ps)-1 and installs the grown table.
+func (c *Comm) extend(ctx context.Context, ps []Peer, oldN int) error {
+	n := len(ps)
+	conns := make([]net.Conn, n)
+	errs := make([]error, n)
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for j := oldN; j < n; j++ {
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			conn, err := dial(dctx, ps[j].Addr, c.opts.JobID, c.rank, n)
+			if err != nil {
+				errs[j] = c.errorf("resize: connect to new rank %d at %s: %w", j, ps[j].Addr, err)
+				cancel()
+				return
+			}
+			conns[j] = conn
+		}(j)
+	}
+	wg.Wait()
+	closeConns := func() {
+		for _, conn := range conns {
+			if conn != nil {
+				_ = conn.Close()
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		closeConns()
+		return err
+	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.done {
+		closeConns()
+		return ErrClosed
+	}
+	old := c.t()
+	links := make([]*link, n)
+	copy(links, old.links)
+	for j := oldN; j < n; j++ {
+		links[j] = c.newLink(j, ps[j], conns[j])
+	}
+	c.tab.Store(&table{peers: ps, links: links})
+	for j := oldN; j < n; j++ {
+		c.readers.Add(1)
+		go c.read(links[j])
+	}
+	return nil
+}
+
+// drop says goodbye to the departed ranks len(ps).. (after their data has
+// arrived), waits for theirs, closes those connections and installs the
+// shrunk table.
+func (c *Comm) drop(ctx context.Context, ps []Peer) error {
+	n := len(ps)
+	old := c.t()
+	gone := old.links[n:]
+	var first error
+	for _, l := range gone {
+		if err := c.control(l, tagGoodbye, nil); err != nil && first == nil {
+			first = c.errorf("resize: goodbye to departing rank %d: %w", l.peer, err)
+		}
+	}
+	timer := time.NewTimer(c.opts.CloseTimeout)
+	defer timer.Stop()
+	for _, l := range gone {
+		if first != nil {
+			break
+		}
+		select {
+		case <-l.in.gone:
+		case <-c.failed:
+			first = c.Err()
+		case <-ctx.Done():
+			first = c.errorf("resize: waiting for departing rank %d: %w", l.peer, ctx.Err())
+		case <-timer.C:
+			first = c.errorf("resize: departing rank %d did not say goodbye within %s", l.peer, c.opts.CloseTimeout)
+		}
+	}
+	if first != nil {
+		return first
+	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.done {
+		return ErrClosed
+	}
+	for _, l := range gone {
+		_ = l.w.Close()
+		_ = l.raw.Close()
+	}
+	c.tab.Store(&table{peers: ps, links: old.links[:n:n]})
+	return nil
+}
+
+// balanced returns the block lengths and offsets of total bytes over n ranks.
+func balanced(total int64, n int) (lens, offs []int64) {
+	lens, offs = make([]int64, n), make([]int64, n)
+	q, r := total/int64(n), total%int64(n)
+	var off int64
+	for j := range lens {
+		lens[j] = q
+		if int64(j) < r {
+			lens[j]++
+		}
+		offs[j] = off
+		off += lens[j]
+	}
+	return lens, offs
+}
+
+// redistribute moves the distributed array from the blocks of ranks
+// 0..oldN-1 to balanced blocks over ranks 0..newN-1. The current table is
+// the union of both (the grown table, or the old one on a shrink). It
+// returns this rank's new block (nil when it has none).
+func (c *Comm) redistribute(ctx context.Context, oldN, newN int, data []byte, st *ResizeStats) ([]byte, error) {
+	u := c.rank
+	var lb [8]byte
+	binary.BigEndian.PutUint64(lb[:], uint64(len(data)))
+	got, err := c.allgatherBruck(ctx, lb[:], tagLayout)
+	if err != nil {
+		return nil, fmt.Errorf("resize: exchange block lengths: %w", err)
+	}
+	oldLen, oldOff := make([]int64, oldN), make([]int64, oldN)
+	var total int64
+	for v, b := range got {
+		if len(b) != 8 {
+			return nil, c.errorf("resize: block length of rank %d: %d bytes", v, len(b))
+		}
+		l := int64(binary.BigEndian.Uint64(b))
+		if v >= oldN {
+			if l != 0 {
+				return nil, c.errorf("resize: new rank %d brings %d bytes of data", v, l)
+			}
+			continue
+		}
+		oldLen[v], oldOff[v] = l, total
+		total += l
+	}
+	newLen, newOff := balanced(total, newN)
+	var out []byte
+	if u < newN {
+		out = make([]byte, newLen[u])
+	}
+	overlap := func(a, al, b, bl int64) (int64, int64) { return max(a, b), min(a+al, b+bl) }
+	// Send what leaves this rank, keep what stays.
+	if u < oldN {
+		a := oldOff[u]
+		for j := 0; j < newN; j++ {
+			lo, hi := overlap(a, int64(len(data)), newOff[j], newLen[j])
+			if lo >= hi {
+				continue
+			}
+			if j == u {
+				copy(out[lo-newOff[u]:], data[lo-a:hi-a])
+				st.Kept += hi - lo
+				continue
+			}
+			if err := c.send(ctx, j, tagResize, data[lo-a:hi-a]); err != nil {
+				return nil, fmt.Errorf("resize: hand %d bytes to rank %d: %w", hi-lo, j, err)
+			}
+			st.BytesSent += hi - lo
+		}
+	}
+	// Receive the rest of the new block.
+	if u < newN {
+		for v := 0; v < oldN; v++ {
+			if v == u {
+				continue
+			}
+			lo, hi := overlap(oldOff[v], oldLen[v], newOff[u], newLen[u])
+			if lo >= hi {
+				continue
+			}
+			b, err := c.recv(ctx, v, tagResize)
+			if err != nil {
+				return nil, fmt.Errorf("resize: data from rank %d: %w", v, err)
+			}
+			if int64(len(b)) != hi-lo {
+				return nil, c.errorf("resize: got %d bytes from rank %d, want %d", len(b), v, hi-lo)
+			}
+			copy(out[lo-newOff[u]:], b)
+			c.Release(b)
+			st.BytesRecv += hi - lo
+		}
+	}
+	return out, nil
+}
+
+// Join makes a new rank part of a running job that grows from oldSize
+// ranks to len(peers): it connects to every rank of the new table (the
+// current ranks dial it from their Resize) and receives its block of the
+// job's data. The endpoint's rank must be one of the new ranks
+// oldSize..len(peers)-1. Like Connect, an endpoint joins once.
+func (e *Endpoint) Join(ctx context.Context, peers []Peer, oldSize int) (*Comm, []byte, ResizeStats, error) {
+	n := len(peers)
+	st := ResizeStats{OldSize: oldSize, NewSize: n}
+	if oldSize < 1 || oldSize >= n {
+		return nil, nil, st, fmt.Errorf("comm: job %s rank %d: join: old size %d must be in [1, %d)", e.opts.JobID, e.opts.Rank, oldSize, n)
+	}
+	if e.opts.Rank < oldSize || e.opts.Rank >= n {
+		return nil, nil, st, fmt.Errorf("comm: job %s: join: rank %d is not a new rank (%d..%d)", e.opts.JobID, e.opts.Rank, oldSize, n-1)
+	}
+	c, err := e.Connect(ctx, peers)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	start := time.Now()
+	c.resizeMu.Lock()
+	defer c.resizeMu.Unlock()
+	data, err := c.redistribute(ctx, oldSize, n, nil, &st)
+	if err != nil {
+		c.Abort(err)
+		return nil, nil, st, err
+	}
+	st.Duration = time.Since(start)
+	c.account(st)
+	return c, data, st, nil
+}
