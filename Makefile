@@ -18,10 +18,14 @@ test:
 	$(GO) test -race -count=1 -p 1 $$($(GO) list ./... | grep -v /launch/grid)
 	$(GO) test -count=1 ./launch/grid/...
 
-## integration: tests against real containers (root, Docker Engine, no registry needed).
-## Kernel shaping in network namespaces runs in `make test` already (root-gated).
+## integration: tests against real containers (root, Docker Engine, no registry needed):
+## the container lifecycle (launch/docker, with -race), then the docker backend end to end
+## (integration/: das3-smoke with 214 containers, calibrate, a killed node; without -race for
+## the same upstream protoactor race as launch/grid). Kernel shaping in network namespaces
+## runs in `make test` already (root-gated).
 integration:
-	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -tags integration -timeout 30m -skip TestStartCancelledRemovesBatch ./launch/docker/...
+	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -tags integration -timeout 30m ./launch/docker/...
+	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -count=1 -tags integration -timeout 30m ./integration/...
 
 ## nightly: the long emulations: DAS-3 co-allocation under wf, fcm and ca, and the cluster-count study
 nightly: build

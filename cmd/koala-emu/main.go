@@ -20,10 +20,10 @@ import (
 const usage = `koala-emu: an emulator of multicluster grids (KOALA on DAS-3)
 
 usage:
-  koala-emu run SCENARIO [--backend inproc|docker] [--out DIR] [--seed N] [--time-scale K] [--policy P] [--shaper S]
+  koala-emu run SCENARIO [--backend inproc|netns|docker] [--out DIR] [--seed N] [--time-scale K] [--policy P] [--shaper S]
   koala-emu validate SCENARIO...
   koala-emu calibrate SCENARIO [--backend inproc|netns|docker] [--shaper auto|netem|htb|userspace] [--json]
-  koala-emu study cluster-count [--apps a,b] [--interconnect myri10g|gbe|both] [--time-scale K] [--out DIR]
+  koala-emu study cluster-count [--backend inproc|netns|docker] [--apps a,b] [--interconnect myri10g|gbe|both] [--time-scale K] [--out DIR]
   koala-emu clean
   koala-emu scenarios
   koala-emu node --role R --name N --ip A [--cluster C]   (container entrypoint of the docker backend)
@@ -157,7 +157,7 @@ func loadPlan(ref string, ov scenarios.Overrides) (*scenarios.Plan, error) {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	backend := fs.String("backend", "inproc", "where the actors run: inproc or docker")
+	backend := fs.String("backend", "inproc", "where the actors run: inproc, netns (a network namespace per host, root) or docker")
 	out := fs.String("out", "", "results directory (default runs/<scenario>-<time>)")
 	shaper := fs.String("shaper", "auto", "link shaping mechanism: auto, netem, htb or userspace")
 	quiet := fs.Bool("quiet", false, "no progress lines")
@@ -182,15 +182,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *quiet {
 		opts.Progress = nil
 	}
-	var res *launch.Result
 	switch *backend {
-	case "inproc":
-		res, err = launch.RunInproc(ctx, plan, opts)
-	case "docker":
-		res, err = runDocker(ctx, plan, opts)
+	case "inproc", "netns", "docker":
 	default:
-		return usageError{fmt.Sprintf("run: unknown backend %q (known: inproc, docker)", *backend)}
+		return usageError{fmt.Sprintf("run: unknown backend %q (known: inproc, netns, docker)", *backend)}
 	}
+	res, err := runOn(ctx, *backend, plan, opts)
 	if res != nil {
 		res.Summary.Print(stdout)
 		fmt.Fprintf(stdout, "results in %s (results.json, jobs.csv, events.jsonl, manifest.json)\n", dir)

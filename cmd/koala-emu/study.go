@@ -88,6 +88,7 @@ func cmdStudy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ic := fs.String("interconnect", "both", "myri10g, gbe or both")
 	size := fs.Int("size", 32, "job size in nodes")
 	scen := fs.String("scenario", "cluster-count", "scenario giving the platform")
+	backend := fs.String("backend", "inproc", "where each run's actors run: inproc, netns (root) or docker")
 	out := fs.String("out", "", "write study.json here")
 	var o overrideFlags
 	o.register(fs)
@@ -111,6 +112,11 @@ func cmdStudy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return usageError{fmt.Sprintf("study: --interconnect %q (known: myri10g, gbe, both)", *ic)}
 	}
+	switch *backend {
+	case "inproc", "netns", "docker":
+	default:
+		return usageError{fmt.Sprintf("study: --backend %q (known: inproc, netns, docker)", *backend)}
+	}
 	appList := strings.Split(*appsFlag, ",")
 	var rows []StudyRow
 	for _, name := range ics {
@@ -118,7 +124,7 @@ func cmdStudy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, app := range appList {
 			for k := 1; k <= len(set.clusters); k++ {
 				for _, combo := range combinations(set.clusters, k, set.must) {
-					row, err := studyRun(ctx, base, o.overrides(fs), name, app, combo, *size)
+					row, err := studyRun(ctx, *backend, base, o.overrides(fs), name, app, combo, *size)
 					if err != nil {
 						return err
 					}
@@ -145,7 +151,7 @@ func cmdStudy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func studyRun(ctx context.Context, base *scenarios.Scenario, ov scenarios.Overrides, ic, app string, combo []string, size int) (StudyRow, error) {
+func studyRun(ctx context.Context, backend string, base *scenarios.Scenario, ov scenarios.Overrides, ic, app string, combo []string, size int) (StudyRow, error) {
 	s := *base
 	s.Name = fmt.Sprintf("cluster-count-%s-%s-%d", ic, app, len(combo))
 	s.Topology.Include = combo
@@ -164,7 +170,7 @@ func studyRun(ctx context.Context, base *scenarios.Scenario, ov scenarios.Overri
 	if err != nil {
 		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
 	}
-	res, err := launch.RunInproc(ctx, plan, launch.Options{})
+	res, err := runOn(ctx, backend, plan, launch.Options{})
 	if err != nil {
 		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
 	}

@@ -86,6 +86,15 @@ type ContainerSpec struct {
 	// Containers are never privileged.
 	NetAdmin bool
 	TUN      bool
+	// Realtime, when positive, lets the container's threads use SCHED_FIFO:
+	// CAP_SYS_NICE, plus this budget per RealtimePeriod for its cgroup
+	// where real-time budgets are per cgroup (call EnsureRealtimeBudget
+	// for all such containers first). A real-time thread that uses up the
+	// budget is throttled until the period ends.
+	Realtime time.Duration
+	// RealtimeBudget says whether Realtime is set as a cgroup budget (the
+	// result of EnsureRealtimeBudget).
+	RealtimeBudget bool
 	// Ready says when the container counts as started.
 	Ready Readiness
 	// Labels are extra labels; the koala-emu.* labels are set by the run.
@@ -468,6 +477,13 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 			if spec.NetAdmin {
 				h.CapAdd = append(h.CapAdd, "NET_ADMIN")
 			}
+			if spec.Realtime > 0 {
+				h.CapAdd = append(h.CapAdd, "SYS_NICE")
+				if spec.RealtimeBudget {
+					h.CPURealtimePeriod = RealtimePeriod.Microseconds()
+					h.CPURealtimeRuntime = spec.Realtime.Microseconds()
+				}
+			}
 			if spec.TUN {
 				h.Devices = append(h.Devices, container.DeviceMapping{
 					PathOnHost: "/dev/net/tun", PathInContainer: "/dev/net/tun", CgroupPermissions: "rwm"})
@@ -538,7 +554,7 @@ func (r *Run) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	r.inflight.Wait()
-	_, err1 := removeContainers(ctx, r.cli, runFilter(r.ID), r.opts.Parallelism)
+	_, err1 := removeContainers(ctx, r.cli, runFilter(r.ID), min(r.opts.Parallelism, removeParallelism))
 	_, err2 := removeNetworks(ctx, r.cli, runFilter(r.ID))
 	err3 := r.provider.Close()
 	if err := errors.Join(err1, err2, err3); err != nil {
@@ -576,8 +592,20 @@ func clean(ctx context.Context, runID string) (int, error) {
 	return n1 + n2, nil
 }
 
-// removeContainers force-removes every container matching f, parallel
-// removals at a time.
+// removeParallelism bounds concurrent stops and removals of a run's
+// containers (see removeContainers).
+const removeParallelism = 4
+
+// stopGrace is how long a container gets to exit on SIGTERM before
+// removeContainers kills it.
+const stopGrace = 2
+
+// removeContainers stops, then removes every container matching f,
+// parallel at a time. Stopping first lets each container's network
+// endpoint be released once, by its exit: force-removing hundreds of
+// running containers at once made the daemon (Engine 20.10) release
+// endpoints on two paths at a time and keep a stale endpoint count, after
+// which the run's network could not be removed (moby/moby#42119).
 func removeContainers(ctx context.Context, cli client.APIClient, f client.Filters, parallel int) (int, error) {
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -586,6 +614,23 @@ func removeContainers(ctx context.Context, cli client.APIClient, f client.Filter
 	if parallel <= 0 {
 		parallel = 8
 	}
+	var stops sync.WaitGroup
+	stopSem := make(chan struct{}, parallel)
+	for _, c := range list.Items {
+		if c.State != container.StateRunning {
+			continue
+		}
+		stopSem <- struct{}{}
+		stops.Add(1)
+		go func(id string) {
+			defer stops.Done()
+			defer func() { <-stopSem }()
+			grace := stopGrace
+			// An error here (gone already) is settled by the removal below.
+			_, _ = cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &grace})
+		}(c.ID)
+	}
+	stops.Wait()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

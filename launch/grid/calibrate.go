@@ -14,6 +14,11 @@ import (
 	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
 
+// CalibrateRealtime is the real-time budget per second of each node
+// container of a docker calibration (DockerOptions.Realtime); a negative
+// DockerOptions.Realtime turns it off.
+const CalibrateRealtime = 115 * time.Millisecond
+
 // CalibrateOptions configures Calibrate.
 type CalibrateOptions struct {
 	// Platform starts the hosts; nil means a DockerPlatform with Docker.
@@ -60,6 +65,11 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 		if d.Log == nil {
 			d.Log = logw
 		}
+		if d.Realtime == 0 {
+			// Eight containers: each delay line gets real-time priority,
+			// as the netns calibration's do on the host.
+			d.Realtime = CalibrateRealtime
+		}
 		plat = NewDockerPlatform(d)
 	}
 	g := &Grid{Links: m, TimeScale: 1, Dilation: d}
@@ -70,7 +80,10 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 			hosts = append(hosts, HostSpec{Name: NodeName(c, i), Role: membership.RoleNode, Cluster: c})
 		}
 	}
-	fmt.Fprintf(logw, "calibrate: %d clusters, %d node containers\n", len(m.Clusters), len(hosts))
+	fmt.Fprintf(logw, "calibrate: %d clusters, %d node hosts (%s)\n", len(m.Clusters), len(hosts), backendOf(plat))
+	if hp, ok := plat.(hostPlanner); ok {
+		hp.planHosts(hosts)
+	}
 	l, err := newLauncher(ctx, plat, g, logw)
 	if err != nil {
 		return nil, netem.CalibrationSummary{}, info, err

@@ -272,29 +272,30 @@ func logTo(w io.Writer, level slog.Level) actor.ConfigOption {
 }
 
 // MembershipConfig is the memberlist configuration of every member of a
-// run: membership.DefaultConfig with gossip every 500 ms (not 100 ms),
-// probes every 2 s with a 1.5 s timeout, two indirect checks, suspicion
-// multiplier 4 and push/pull every minute.
+// run: membership.DefaultConfig with gossip every second (not 100 ms),
+// probes every 3 s with a 2 s timeout, two indirect checks, suspicion
+// multiplier 4 and push/pull every minute (memberlist stretches it to 4
+// minutes above 128 members).
 //
-// Measured with 216 hosts on this project's 2-core machine: with gossip at
-// 100-200 ms the membership never converged (processes on loopback, no
-// containers: every member gossips to 3 others per round, the machine
-// saturated, probes timed out, suspicions made more gossip); with 500 ms
-// all 216 joined in 9 s and idled at 0.10-0.13 % of a core each. While
-// the applications load both cores, a 1 s probe with an 800 ms timeout
-// still let members miss probes and the suspicions fed on themselves; the
-// slower probe keeps them quiet. The price is detection time: a killed
-// host is declared dead after about 4 x log10(n) x 2 s once others
-// confirm (about 19 s for 216 members, 10 s for 10), plus up to one probe
-// round to notice.
+// Measured on this project's 2-core machine: with 216 processes on
+// loopback and gossip at 100-200 ms the membership never converged (the
+// machine saturated, probes timed out, suspicions made more gossip); with
+// 500 ms all 216 joined in 9 s. In 214 containers whose egress is shaped,
+// probes at 2 s and gossip at 500 ms kept each idle container at about
+// 0.6 % of a core (memberlist's own work and the garbage it makes, 214
+// times over: more than half of both cores); a member's probe and gossip
+// work does not grow with the membership, so the intervals set the
+// grid's idle load. The price is detection time: a killed host is
+// declared dead after about 4 x log10(n) x 3 s once others confirm (about
+// 28 s for 216 members, 13 s for 12), plus up to one probe round.
 func MembershipConfig(self membership.Member) membership.Config {
 	c := membership.DefaultConfig(self)
-	c.ProbeInterval = 2 * time.Second
-	c.ProbeTimeout = 1500 * time.Millisecond
+	c.ProbeInterval = 3 * time.Second
+	c.ProbeTimeout = 2 * time.Second
 	c.IndirectChecks = 2
 	c.SuspicionMult = 4
 	c.SuspicionMaxTimeoutMult = 3
-	c.GossipInterval = 500 * time.Millisecond
+	c.GossipInterval = time.Second
 	c.TCPTimeout = 5 * time.Second
 	c.PushPullInterval = time.Minute
 	return c

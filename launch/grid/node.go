@@ -21,6 +21,10 @@ import (
 // until ctx ends (SIGTERM) and returns nil after a clean shutdown; after a
 // GridStop it idles until then.
 func NodeMain(ctx context.Context, args []string, log io.Writer) error {
+	// A host of the netns backend first moves into its namespace.
+	if err := EnterNetns(); err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	role := fs.String("role", "", "scheduler, kis, runner, cluster or node")

@@ -103,14 +103,18 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 
 	g := GridFromPlan(plan, opts.ProbeBytes)
 	hosts := hostsOf(g)
-	fmt.Fprintf(progress, "docker: %d clusters, %d node containers, %d cluster managers, scheduler, information service, %d runner sites: %d containers\n",
+	if hp, ok := plat.(hostPlanner); ok {
+		hp.planHosts(hosts)
+	}
+	backend := backendOf(plat)
+	fmt.Fprintf(progress, backend+": %d clusters, %d node containers, %d cluster managers, scheduler, information service, %d runner sites: %d containers\n",
 		len(g.Clusters), plan.TotalNodes(), len(g.Clusters), len(g.Sites), len(hosts))
 	l, err := newLauncher(ctx, plat, g, progress)
 	if err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() error {
-		fmt.Fprintf(progress, "docker: removing %d containers and the network\n", len(hosts))
+		fmt.Fprintf(progress, backend+": removing %d containers and the network\n", len(hosts))
 		return l.Close()
 	})
 
@@ -129,7 +133,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "docker: all %d containers up and in the membership after %.1f s\n", len(hosts), times.Joined.Seconds())
+	fmt.Fprintf(progress, backend+": all %d containers up and in the membership after %.1f s\n", len(hosts), times.Joined.Seconds())
 
 	// Shaping: select in one node container, measure the floor (and the
 	// delay line's overhead) between two of them, install everywhere.
@@ -145,8 +149,9 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 		return nil, err
 	}
 	shaped := time.Since(began)
-	fmt.Fprintf(progress, "docker: shaping in effect after %.1f s: %s\n", shaped.Seconds(), info.describe())
+	fmt.Fprintf(progress, backend+": shaping in effect after %.1f s: %s\n", shaped.Seconds(), info.describe())
 	manifest := info.Manifest(plan.Links, plan.Dilation, nodes)
+	manifest.Backend = backend
 	manifest.Print(progress)
 	if opts.Out != "" {
 		if err := manifest.WriteJSON(filepath.Join(opts.Out, "manifest.json")); err != nil {
@@ -158,12 +163,12 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	l.mu.Lock()
 	l.onFail = func(ev membership.Event) {
 		if ev.Member.Role == membership.RoleNode {
-			fmt.Fprintf(progress, "docker: node %s of %s %s (membership)\n", ev.Member.Name, ev.Member.Cluster, ev.Kind)
+			fmt.Fprintf(progress, backend+": node %s of %s %s (membership)\n", ev.Member.Name, ev.Member.Cluster, ev.Kind)
 			if cfg.OnNodeDown != nil {
 				cfg.OnNodeDown(ev.Member.Name)
 			}
 		} else {
-			fmt.Fprintf(progress, "docker: host %s (%s) %s (membership)\n", ev.Member.Name, ev.Member.Role, ev.Kind)
+			fmt.Fprintf(progress, backend+": host %s (%s) %s (membership)\n", ev.Member.Name, ev.Member.Role, ev.Kind)
 		}
 	}
 	l.mu.Unlock()
@@ -173,7 +178,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	if err := l.activate(ctx, membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner, membership.RoleCluster); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "docker: scheduler, information service, runner sites and cluster managers active; probing links...\n")
+	fmt.Fprint(progress, backend+": scheduler, information service, runner sites and cluster managers active; probing links...\n")
 	select {
 	case <-l.ready:
 	case <-ctx.Done():
@@ -182,7 +187,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 		return nil, errors.New("information service: first probe round did not complete within 2 minutes")
 	}
 	ready := time.Since(began)
-	fmt.Fprintf(progress, "docker: grid ready after %.1f s; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",
+	fmt.Fprintf(progress, backend+": grid ready after %.1f s; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",
 		ready.Seconds(), len(plan.Jobs), plan.Duration, plan.TimeScale, plan.Dilation)
 
 	// Scenario time 0 for every host at once.
@@ -238,7 +243,7 @@ wait:
 		return nil, err
 	}
 	sum := results.Summarize(results.Meta{
-		Scenario: plan.Name, Backend: "docker", Policy: plan.Policy.Placement, Shaper: info.Mechanism, Seed: plan.Seed,
+		Scenario: plan.Name, Backend: backend, Policy: plan.Policy.Placement, Shaper: info.Mechanism, Seed: plan.Seed,
 		TimeScale: plan.TimeScale, Dilation: plan.Dilation, WallS: wall.Seconds(), TotalNodes: plan.TotalNodes(),
 		DurationS: plan.Duration.Seconds(), TargetNetUtilizationPct: 100 * plan.NetUtilization,
 	}, jobs)
@@ -275,9 +280,9 @@ wait:
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if mem, err := ms.NodeMemory(mctx); err == nil {
 			extra["node_memory_mib"] = mem
-			fmt.Fprintf(progress, "docker: node container memory (MiB): %v\n", mem)
+			fmt.Fprintf(progress, backend+": node container memory (MiB): %v\n", mem)
 		} else {
-			fmt.Fprintf(progress, "docker: node container memory not sampled: %v\n", err)
+			fmt.Fprintf(progress, backend+": node container memory not sampled: %v\n", err)
 		}
 		cancel()
 	}
@@ -295,6 +300,19 @@ wait:
 		return res, fmt.Errorf("run interrupted: %w", ctx.Err())
 	}
 	return res, nil
+}
+
+// hostPlanner is a platform that must know the hosts before Setup (the
+// netns platform makes their namespaces there).
+type hostPlanner interface{ planHosts([]HostSpec) }
+
+// backendOf names a platform's backend in results: "docker" unless the
+// platform says otherwise.
+func backendOf(p Platform) string {
+	if b, ok := p.(interface{ backend() string }); ok {
+		return b.backend()
+	}
+	return "docker"
 }
 
 // failedByNode reports whether a failure reason is a node failure: the

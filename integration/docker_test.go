@@ -1,0 +1,340 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/launch"
+	"github.com/koala-emu/koala-emu/launch/docker"
+	"github.com/koala-emu/koala-emu/launch/grid"
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/kernel"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// image is the koala-emu image every test of this file runs; TestMain
+// builds it from ./cmd/koala-emu and removes its tag at the end.
+var image string
+
+func TestMain(m *testing.M) {
+	if os.Getuid() != 0 {
+		fmt.Fprintln(os.Stderr, "integration tests need root (kernel shaping in containers): skipped")
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	img, err := docker.BuildImage(ctx, docker.ImageOptions{Package: "./cmd/koala-emu", Dir: "..", Repo: "koala-emu-it"})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build the koala-emu image:", err)
+		os.Exit(1)
+	}
+	image = img
+	code := m.Run()
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := docker.RemoveImage(rctx, img); err != nil {
+		fmt.Fprintln(os.Stderr, "remove the test image:", err)
+		code = 1
+	}
+	rcancel()
+	if out, err := exec.Command("docker", "images", "-q", img).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		fmt.Fprintf(os.Stderr, "image tag %s left behind: %s %v\n", img, out, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func runID(t *testing.T) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "it-" + hex.EncodeToString(b[:])
+}
+
+// assertNothingLeft checks with the docker CLI that no container or
+// network carries the run's label.
+func assertNothingLeft(t *testing.T, id string) {
+	t.Helper()
+	filter := "label=" + docker.LabelRun + "=" + id
+	for _, args := range [][]string{
+		{"ps", "-a", "-q", "--filter", filter},
+		{"network", "ls", "-q", "--filter", filter},
+	} {
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("docker %v: %v: %s", args, err, out)
+			continue
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("docker %v: left behind:\n%s", args, s)
+		}
+	}
+}
+
+func plan(t *testing.T, ref string, src []byte) *scenarios.Plan {
+	t.Helper()
+	var s *scenarios.Scenario
+	var err error
+	if src != nil {
+		s, err = scenarios.Parse(src, ref)
+	} else {
+		s, err = scenarios.LoadBuiltin(ref)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand(launch.ScenarioEnv(), scenarios.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// syncBuffer collects progress output from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// das3-smoke with every actor in its own container: 204 node containers,
+// 4 cluster managers, scheduler, information service, 4 runner sites.
+func TestDockerSmoke(t *testing.T) {
+	p := plan(t, "das3-smoke", nil)
+	id := runID(t)
+	dir := t.TempDir()
+	var progress syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	res, err := grid.Run(ctx, p, launch.Options{Out: dir, Progress: &progress},
+		grid.Config{Docker: grid.DockerOptions{Image: image, ID: id}})
+	assertNothingLeft(t, id)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
+	}
+	t.Logf("progress (tail):\n%s", tail(progress.String(), 12))
+	if res.Summary.Jobs.Submitted != len(p.Jobs) {
+		t.Fatalf("submitted %d of %d jobs", res.Summary.Jobs.Submitted, len(p.Jobs))
+	}
+	for _, j := range res.Jobs {
+		switch {
+		case j.Status == "completed":
+			if j.Exec() <= 0 || j.Start < j.Placement || j.Placement < j.Submit {
+				t.Errorf("job %s: inconsistent times %+v", j.ID, j)
+			}
+		case j.Status == "failed" && j.Reason != "":
+			t.Logf("job %s failed: %s", j.ID, j.Reason)
+		default:
+			t.Errorf("job %s ended %q without a reason", j.ID, j.Status)
+		}
+	}
+	if res.Summary.Jobs.Completed == 0 {
+		t.Fatal("no job completed")
+	}
+	if res.Summary.Backend != "docker" {
+		t.Errorf("backend %q", res.Summary.Backend)
+	}
+	// Every link is shaped in the kernel, by every node container.
+	for _, e := range res.Manifest.Entries {
+		if e.Requested.Unavailable {
+			continue
+		}
+		if e.Mechanism != kernel.NameHTB && e.Mechanism != kernel.NameNetem {
+			t.Errorf("link %s-%s shaped by %q (%s), want a kernel mechanism", e.Src, e.Dst, e.Mechanism, e.Reason)
+		}
+		if !strings.Contains(e.Reason, "node containers of "+e.Src) {
+			t.Errorf("link %s-%s: reason %q does not say who shapes it", e.Src, e.Dst, e.Reason)
+		}
+	}
+	for _, f := range []string{"results.json", "jobs.csv", "events.jsonl", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("results directory lacks %s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Backend string         `json:"backend"`
+		Extra   map[string]any `json:"extra"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Backend != "docker" || back.Extra["containers"] != float64(214) {
+		t.Errorf("results.json: backend %q, extra %v", back.Backend, back.Extra)
+	}
+	if !strings.Contains(progress.String(), "214/214 joined the membership") {
+		t.Errorf("startup progress missing:\n%s", tail(progress.String(), 20))
+	}
+}
+
+// calibrate --backend docker: two node containers per cluster, every pair
+// of das3-coalloc measured through the kernel shaping.
+func TestDockerCalibrate(t *testing.T) {
+	p := plan(t, "das3-coalloc", nil)
+	id := runID(t)
+	var log syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rows, sum, info, err := grid.Calibrate(ctx, p.Links, netem.Auto,
+		grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}, Log: &log})
+	assertNothingLeft(t, id)
+	if err != nil {
+		t.Fatalf("calibrate: %v\n%s", err, log.String())
+	}
+	var table strings.Builder
+	netem.PrintCalibration(&table, rows, sum)
+	t.Logf("mechanism %s (%s)\n%s", info.Mechanism, info.Reason, table.String())
+	if info.Mechanism != kernel.NameHTB && info.Mechanism != kernel.NameNetem {
+		t.Errorf("auto picked %q in the containers, want a kernel mechanism: %s", info.Mechanism, info.Reason)
+	}
+	if want := 10; len(rows) != want {
+		t.Errorf("%d pairs measured, want %d", len(rows), want)
+	}
+	if sum.Failed {
+		t.Errorf("calibration failed: %s", sum.Reason)
+	}
+}
+
+// An explicitly requested mechanism that the containers cannot run fails,
+// naming what is missing, instead of degrading.
+func TestDockerExplicitUnavailableMechanism(t *testing.T) {
+	id := runID(t)
+	m, err := netem.Preset("myri10g", []string{"alpha"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, _, info, err := grid.Calibrate(ctx, m, kernel.NameNetem, grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}})
+	assertNothingLeft(t, id)
+	if err == nil {
+		t.Skipf("this kernel has netem (%s): nothing unavailable to request", info.Reason)
+	}
+	if !strings.Contains(err.Error(), `mechanism "netem" requested but unavailable`) || !strings.Contains(err.Error(), "netem qdisc") {
+		t.Errorf("error does not name what is missing: %v", err)
+	}
+}
+
+const killScenario = `
+name: grid-kill
+seed: 3
+time_scale: 20
+topology:
+  clusters:
+    - {name: alpha, nodes: 3, processors: 2, speed: 1.0, interconnect: myri10g}
+    - {name: beta,  nodes: 3, processors: 2, speed: 1.0, interconnect: myri10g}
+  links:
+    preset: myri10g
+workload:
+  application: prime
+  jobs:
+    - {at_s: 0,   application: wave,  size: 3, request: fixed, components: [{cluster: alpha, size: 3}]}
+    - {at_s: 0,   application: prime, size: 3, request: fixed, components: [{cluster: beta, size: 3}], args: {work_s: 300}}
+    - {at_s: 150, application: prime, size: 2, request: flexible, args: {work_s: 100}}
+policy:
+  placement: fcm
+  scan_period_s: 10
+  placement_tries: 200
+  startup_delay_s: 1
+  probe_period_s: 300
+`
+
+// A node container killed mid-run (SIGKILL) is detected through the
+// membership: the job with a rank on it fails with a reason naming the
+// node, the cluster manager takes the node out of service, every other job
+// completes, results.json counts the failure.
+func TestDockerNodeKilled(t *testing.T) {
+	p := plan(t, "kill.yaml", []byte(killScenario))
+	id := runID(t)
+	dir := t.TempDir()
+	plat := grid.NewDockerPlatform(grid.DockerOptions{Image: image, ID: id})
+	var once sync.Once
+	killed := make(chan error, 1)
+	cfg := grid.Config{Platform: plat, OnEvent: func(ev *msg.Event) {
+		if ev.Kind == "start" && ev.JobId == "j0001" {
+			once.Do(func() {
+				go func() {
+					kctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					killed <- plat.Kill(kctx, "alpha-n002")
+				}()
+			})
+		}
+	}}
+	var progress syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := grid.Run(ctx, p, launch.Options{Out: dir, Progress: &progress, ProgressEvery: 5 * time.Second}, cfg)
+	assertNothingLeft(t, id)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
+	}
+	select {
+	case err := <-killed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("job j0001 never started, so no node was killed")
+	}
+	if len(res.Jobs) != len(p.Jobs) {
+		t.Errorf("%d of %d jobs recorded", len(res.Jobs), len(p.Jobs))
+	}
+	for _, j := range res.Jobs {
+		if j.ID == "j0001" {
+			if j.Status != "failed" || !strings.HasPrefix(j.Reason, "node alpha-n002 of cluster alpha went down") {
+				t.Errorf("j0001: %s %q, want failed by the killed node", j.Status, j.Reason)
+			}
+			continue
+		}
+		if j.Status != "completed" {
+			t.Errorf("%s: %s %q, want completed", j.ID, j.Status, j.Reason)
+		}
+	}
+	if res.Summary.Extra["node_failures"] != 1 || res.Summary.Extra["jobs_failed_by_node_failure"] != 1 {
+		t.Errorf("results extra: %v", res.Summary.Extra)
+	}
+	ev, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ev), `"kind":"node_down"`) || !strings.Contains(string(ev), `"node":"alpha-n002"`) {
+		t.Errorf("the cluster manager emitted no node_down for alpha-n002")
+	}
+	t.Logf("progress (tail):\n%s", tail(progress.String(), 10))
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
