@@ -21,7 +21,7 @@ func calibrateNetns(ctx context.Context, m netem.Matrix, shaper string, progress
 	if err != nil {
 		return rows, info.Mechanism, err
 	}
-	fmt.Fprintf(progress, "mechanism %s: %s\nfloor one-way %v, %.0f MB/s; delay line overhead %v (at zero delay %v)\n",
-		info.Mechanism, info.Reason, info.Floor, info.FloorBandwidth/1e6, info.Overhead, info.Overhead0)
+	fmt.Fprintf(progress, "mechanism %s: %s\nfloor one-way %v, %.0f MB/s; delay line overhead %v (at zero delay %v, %v per 1 MB message)\n",
+		info.Mechanism, info.Reason, info.Floor, info.FloorBandwidth/1e6, info.Overhead, info.Overhead0, info.LineMsgOverhead)
 	return rows, info.Mechanism, nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/netem/kernel"
 	"github.com/koala-emu/koala-emu/netem/netns"
+	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
 
 // benchLine installs a plan on a (rate, delay) towards b and returns a's
@@ -142,3 +144,125 @@ func BenchmarkDelayLineUDP(b *testing.B) {
 	b.StopTimer()
 	reportLine(b, in, elapsed, st0)
 }
+
+// BenchmarkDelayLineIdle installs a line that holds nothing and reports
+// the CPU its thread uses while idle, per second: one iteration is 10 ms
+// of idleness. An idle line sleeps in ppoll without a timeout.
+func BenchmarkDelayLineIdle(b *testing.B) {
+	topo := twoHosts(b)
+	in := benchLine(b, topo, netem.Link{Latency: 400 * time.Microsecond})
+	st0, _ := in.LineStats()
+	b.ResetTimer()
+	t0 := time.Now()
+	for range b.N {
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	st, _ := in.LineStats()
+	b.ReportMetric(float64(st.CPU-st0.CPU)/elapsed.Seconds(), "cpu-ns/s")
+	b.ReportMetric(float64(st.Released-st0.Released), "released")
+}
+
+// pingPongLines installs a 400 µs delay line on both hosts and runs 8-byte
+// round trips from a to b: one iteration is one round trip. It reports
+// the round trip, each line's CPU share and spinning share, and the
+// release lateness of both lines; load goroutines that compute (and yield
+// every 50 µs) run meanwhile.
+func pingPongLines(b *testing.B, load int) {
+	topo := twoHosts(b)
+	a, c := topo.Host("a"), topo.Host("b")
+	const delay = 400 * time.Microsecond
+	inA := benchLine(b, topo, netem.Link{Latency: delay})
+	planB := netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}
+	inB := install(b, topo, c, kernel.HTB{}, planB, topo.Destinations()).(*kernel.Installed)
+	ln, err := topo.Listen(context.Background(), c, "tcp", net.JoinHostPort(c.Addr.String(), "0"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		buf := make([]byte, 8)
+		for {
+			if _, err := io.ReadFull(s, buf); err != nil {
+				return
+			}
+			if _, err := s.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	conn, err := topo.Dial(context.Background(), a, "tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	for range load {
+		go func() {
+			x := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for t := time.Now(); time.Since(t) < 50*time.Microsecond; {
+					x++
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	buf := make([]byte, 8)
+	for range 20 { // warm up
+		if _, err := conn.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stA0, _ := inA.LineStats()
+	stB0, _ := inB.LineStats()
+	inA.ResetLateness()
+	inB.ResetLateness()
+	b.ResetTimer()
+	t0 := time.Now()
+	for range b.N {
+		if _, err := conn.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	stA, _ := inA.LineStats()
+	stB, _ := inB.LineStats()
+	var h ptimer.Histogram
+	h.Merge(inA.LatenessHistogram())
+	h.Merge(inB.LatenessHistogram())
+	lat := h.Stats()
+	b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N), "rtt-µs")
+	b.ReportMetric(100*float64((stA.CPU-stA0.CPU)+(stB.CPU-stB0.CPU))/2/float64(elapsed), "cpu-%/line")
+	b.ReportMetric(100*float64((stA.SpinTime-stA0.SpinTime)+(stB.SpinTime-stB0.SpinTime))/2/float64(elapsed), "spin-%/line")
+	b.ReportMetric(float64(lat.P50)/1e3, "late-p50-µs")
+	b.ReportMetric(float64(lat.P99)/1e3, "late-p99-µs")
+	b.ReportMetric(float64(lat.Max)/1e3, "late-max-µs")
+}
+
+// BenchmarkDelayLinePingPong400us: two busy lines, an otherwise idle
+// process.
+func BenchmarkDelayLinePingPong400us(b *testing.B) { pingPongLines(b, 0) }
+
+// BenchmarkDelayLinePingPong400usLoaded: the same with GOMAXPROCS
+// goroutines computing in the process (release lateness under load).
+func BenchmarkDelayLinePingPong400usLoaded(b *testing.B) { pingPongLines(b, runtime.GOMAXPROCS(0)) }

@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -27,15 +24,19 @@ import (
 // used: TCP data carried none here, and the clock of those that carry one
 // depends on where the packet came from.)
 //
-// One OS thread does everything: it is locked, runs with 1 ns timer slack,
-// and loops over ppoll on the queue socket with a timeout at the next
-// deadline, spinning the last few microseconds. Receiving, holding and
-// releasing on one thread avoids the hand-offs between goroutines and
-// threads that cost tens of microseconds each on a virtual machine (each
-// cross-thread wake-up is an inter-processor interrupt; measured:
-// releasing through a separate timer thread (ptimer.Line) and a netpoller
-// reader added about 150 µs per packet here). Lateness is recorded with a
-// ptimer.Histogram.
+// Every delay line of a process is served by one thread (see lineThread):
+// a locked OS thread with 1 ns timer slack that waits in ppoll on all the
+// lines' queue sockets at once, with the earliest deadline of all lines as
+// timeout, spins the last stretch before a deadline, and issues the
+// verdicts itself. Receiving, holding and releasing on one thread avoids
+// hand-offs between threads, which cost tens of microseconds each on a
+// virtual machine (measured: releasing through a separate timer thread and
+// a netpoller reader added about 150 µs per packet here); one thread for
+// all lines means one wake-up serves every line due at that time and at
+// most one core spins, where one thread per line had several realtime
+// threads spinning at once on a 2-core machine, starving the processes
+// that generate the traffic. A line without packets costs nothing: the
+// thread sleeps without a timeout when no line holds a packet.
 //
 // Packets of one queue share one delay, so their deadlines are in arrival
 // order, and one batch verdict ("accept every packet up to id N") releases
@@ -44,14 +45,9 @@ type DelayLine struct {
 	sock     *nfqSock
 	qs       []*delayQueue
 	byN      map[uint16]*delayQueue
-	spin     atomic.Int64 // current spin margin, ns
-	adapt    bool
+	spinCfg  time.Duration // DelayLineConfig.Spin: 0 adapt, > 0 fixed, < 0 never
 	realtime bool
-	over     [overshootWindow]int64 // recent wake-up overshoots (thread only)
-	overN    int
-	spinNs   atomic.Int64 // total time spent spinning
-	tid      atomic.Int64 // the loop's OS thread
-	isRT     atomic.Bool
+	th       *lineThread
 
 	lateness    ptimer.Histogram // deadline to verdict issued
 	verdictCost ptimer.Histogram // duration of the verdict system call
@@ -59,17 +55,15 @@ type DelayLine struct {
 	released    atomic.Int64
 	bytes       atomic.Int64
 	sendErrs    atomic.Int64
+	lateWakes   atomic.Int64 // timed wake-ups that came after this line's deadline
 
 	proc   *os.File // the namespace's /proc/net/netfilter/nfnetlink_queue
 	procMu sync.Mutex
 
-	stopFd  int // eventfd: Close wakes the loop
-	done    chan struct{}
-	closed  atomic.Bool
-	errMu   sync.Mutex
-	err     error
-	monoOff int64 // CLOCK_MONOTONIC ns = monoOff + time.Since(base)
-	base    time.Time
+	closed atomic.Bool
+	failed bool // thread only: the socket failed, the line is no longer polled
+	errMu  sync.Mutex
+	err    error
 }
 
 // delayQueue is one NFQUEUE queue: one destination cluster.
@@ -108,9 +102,10 @@ type DelayLineConfig struct {
 	// RcvBuf is the netlink receive buffer in bytes; 0 means 8 MiB.
 	RcvBuf int
 	// Spin is how long before a deadline the thread stops sleeping and
-	// spins. 0 adapts it: the margin follows the p99 of the thread's recent
-	// wake-up overshoot less LatenessAim, between MinSpin and MaxSpin,
-	// starting at DefaultSpin. Positive fixes it; negative never spins.
+	// spins. 0 adapts it: the margin follows the p99.5 of the thread's
+	// recent wake-up overshoots plus SpinGuard, between MinSpin and
+	// MaxSpin, starting at DefaultSpin. Positive fixes it; negative never
+	// spins.
 	Spin time.Duration
 	// Realtime runs the thread with SCHED_FIFO priority 1 (root only; falls
 	// back silently to normal scheduling, see DelayLine.Realtime): it then
@@ -125,22 +120,29 @@ type DelayLineConfig struct {
 // release.
 const DefaultSpin = 40 * time.Microsecond
 
-// Bounds of the adaptive spin margin. Measured here, with other processes
-// loading both cores, an SCHED_FIFO thread sleeping in ppoll with 1 ns
-// slack woke p50 38 µs and p99 124 µs after its timeout: a fixed 40 µs
-// margin left p99 lateness near 100 µs.
-// Spinning is what precision costs in CPU (at 1 Gbit/s it was most of the
-// line's CPU time), so the margin aims at a p99 lateness of LatenessAim
-// rather than zero.
+// Bounds of the adaptive spin margin. Measured here (a 2-core virtual
+// machine), a SCHED_FIFO thread with 1 ns timer slack sleeping 400 µs in
+// ppoll woke p50 17-38 µs, p99 60-110 µs and p99.9 up to 180 µs after its
+// timeout (an idle virtual CPU halts and its wake-up goes through the
+// hypervisor); a margin set to the p99 of the overshoot less 15 µs left
+// about one wake-up in ten after the deadline and p99 release lateness of
+// 50-110 µs. The margin now covers the p99.5 of the recent overshoots
+// plus SpinGuard: spinning is what precision costs in CPU, and it is spent
+// only in the last stretch before a release (an idle line never spins).
 const (
-	MinSpin     = 10 * time.Microsecond
-	MaxSpin     = 200 * time.Microsecond
-	LatenessAim = 15 * time.Microsecond
-	// overshootWindow wake-ups are kept to estimate the p99 overshoot.
-	overshootWindow = 128
+	MinSpin   = 10 * time.Microsecond
+	MaxSpin   = 300 * time.Microsecond
+	SpinGuard = 10 * time.Microsecond
+	// overshootWindow wake-ups are kept to estimate the overshoot's tail;
+	// the margin is recomputed every adaptEvery wake-ups.
+	overshootWindow = 256
+	adaptEvery      = 32
 	// maxSpinRun bounds an uninterrupted run of spinning (deadlines back
-	// to back): a realtime thread must not hold a core.
-	maxSpinRun = 1000 * time.Microsecond
+	// to back): a realtime thread must not hold a core for long. Past it
+	// the thread sleeps to the next deadline without a margin, and that
+	// release is late by a wake-up; at 1 ms this happened often enough in
+	// Gbit ping-pongs to show in the 99th percentile of lateness.
+	maxSpinRun = 4 * time.Millisecond
 )
 
 // NewDelayLine binds the queues and starts the delay line's thread.
@@ -156,27 +158,16 @@ func NewDelayLine(cfg DelayLineConfig) (_ *DelayLine, err error) {
 	if cfg.RcvBuf == 0 {
 		cfg.RcvBuf = 8 << 20
 	}
-	spin, adapt := cfg.Spin, false
-	if spin == 0 {
-		spin, adapt = DefaultSpin, true
-	}
-	if spin < 0 {
-		spin = 0
-	}
 	sock, err := openNFQ(cfg.NetNS, cfg.RcvBuf)
 	if err != nil {
 		return nil, err
 	}
-	d := &DelayLine{sock: sock, byN: map[uint16]*delayQueue{}, adapt: adapt, realtime: cfg.Realtime, stopFd: -1, done: make(chan struct{})}
-	d.spin.Store(int64(spin))
+	d := &DelayLine{sock: sock, byN: map[uint16]*delayQueue{}, spinCfg: cfg.Spin, realtime: cfg.Realtime}
 	defer func() {
 		if err != nil {
 			_ = sock.close() // the kernel unbinds the queues of a closed socket
 			if d.proc != nil {
 				_ = d.proc.Close()
-			}
-			if d.stopFd >= 0 {
-				_ = unix.Close(d.stopFd)
 			}
 		}
 	}()
@@ -197,13 +188,9 @@ func NewDelayLine(cfg DelayLineConfig) (_ *DelayLine, err error) {
 	if d.proc, err = openQueueStats(cfg.NetNS); err != nil {
 		return nil, err
 	}
-	if d.stopFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		return nil, fmt.Errorf("delay line: eventfd: %w", err)
-	}
-	if d.base, d.monoOff, err = monoBase(); err != nil {
+	if d.th, err = attachLine(d); err != nil {
 		return nil, err
 	}
-	go d.loop()
 	return d, nil
 }
 
@@ -228,8 +215,6 @@ func monoBase() (time.Time, int64, error) {
 	}
 	return best, off, nil
 }
-
-func (d *DelayLine) now() int64 { return d.monoOff + int64(time.Since(d.base)) }
 
 // openQueueStats opens the kernel's per-queue counters of the namespace.
 // The file shows the namespace of the thread that opened it.
@@ -260,124 +245,25 @@ func (d *DelayLine) fail(err error) {
 	d.errMu.Unlock()
 }
 
-// loop is the delay line's thread. It never unlocks its OS thread (the
-// thread's timer slack was changed), so the runtime discards the thread
-// when the loop ends.
-func (d *DelayLine) loop() {
-	defer close(d.done)
-	runtime.LockOSThread()
-	d.tid.Store(int64(unix.Gettid()))
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) // best effort
-	if d.realtime {
-		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
-		attr.Size = uint32(unsafe.Sizeof(attr))
-		d.isRT.Store(unix.SchedSetAttr(0, &attr, 0) == nil)
-	}
-	buf := make([]byte, 1<<18)
-	var pk []qpacket
-	pfd := []unix.PollFd{{Fd: int32(d.sock.fd), Events: unix.POLLIN}, {Fd: int32(d.stopFd), Events: unix.POLLIN}}
-	var spinSince int64 // start of the current run of spinning, 0: none
-	for {
-		now := d.now()
-		d.release(now)
-		next := int64(-1)
-		for _, q := range d.qs {
-			if q.head < len(q.fifo) && (next < 0 || q.fifo[q.head].at < next) {
-				next = q.fifo[q.head].at
-			}
-		}
-		var ts *unix.Timespec
-		var tmo int64
-		if next >= 0 {
-			wait := next - now - d.spin.Load()
-			if wait <= 0 && spinSince == 0 {
-				spinSince = now
-			}
-			if wait <= 0 && now-spinSince < int64(maxSpinRun) {
-				// Spin to the deadline, still taking packets in.
-				pk = d.drain(buf, pk)
-				if t := d.now(); t < next {
-					d.spinNs.Add(t - now)
-				}
-				continue
-			}
-			if wait <= 0 {
-				// Deadlines back to back kept the thread spinning: sleep
-				// to this one exactly (precision yields to the rest of the
-				// machine, the thread being realtime).
-				wait = max(next-now, 1)
-			}
-			spinSince = 0
-			tmo = wait
-			t := unix.NsecToTimespec(wait)
-			ts = &t
-		}
-		pfd[0].Revents, pfd[1].Revents = 0, 0
-		_, err := unix.Ppoll(pfd, ts, nil)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			d.fail(fmt.Errorf("delay line: poll: %w", err))
-			return
-		}
-		if err == nil && ts != nil && pfd[0].Revents == 0 && pfd[1].Revents == 0 {
-			d.observeWake(d.now() - now - tmo)
-		}
-		if pfd[1].Revents != 0 {
-			return
-		}
-		if pfd[0].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			d.fail(errors.New("delay line: socket error"))
-			return
-		}
-		if pfd[0].Revents&unix.POLLIN != 0 {
-			pk = d.drain(buf, pk)
-		}
-	}
-}
-
-// observeWake records how late a timed sleep ended and, every 32 wake-ups,
-// sets the spin margin to the p99 of the recent ones less LatenessAim.
-func (d *DelayLine) observeWake(over int64) {
-	if !d.adapt {
-		return
-	}
-	d.over[d.overN%overshootWindow] = max(over, 0)
-	d.overN++
-	if d.overN%32 != 0 || d.overN < overshootWindow/2 {
-		return
-	}
-	n := min(d.overN, overshootWindow)
-	var buf [overshootWindow]int64
-	w := buf[:n]
-	copy(w, d.over[:n])
-	slices.Sort(w)
-	p99 := w[min(n-1, n*99/100)]
-	d.spin.Store(min(max(p99-int64(LatenessAim), int64(MinSpin)), int64(MaxSpin)))
-}
-
-// CPUTime returns the CPU time the delay line's thread has used so far,
-// including the kernel work done in its verdicts (0 once it has ended).
+// CPUTime returns the CPU time the thread serving the delay line has used
+// so far, including the kernel work done in its verdicts. The thread is
+// shared by the process's delay lines (0 once this line is closed).
 func (d *DelayLine) CPUTime() time.Duration {
-	tid := d.tid.Load()
-	if tid == 0 || d.closed.Load() {
+	if d.closed.Load() {
 		return 0
 	}
-	// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) of linux/posix-timers.h.
-	clock := int32(^uint32(tid)<<3) | 6
-	var ts unix.Timespec
-	if err := unix.ClockGettime(clock, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
+	return d.th.cpuTime()
 }
 
 // Held returns the number of packets the line holds now.
 func (d *DelayLine) Held() int64 { return d.received.Load() - d.released.Load() }
 
 // Spin returns the current spin margin.
-func (d *DelayLine) Spin() time.Duration { return time.Duration(d.spin.Load()) }
+func (d *DelayLine) Spin() time.Duration { return time.Duration(d.th.spin.Load()) }
 
-// drain takes every waiting packet in and gives it its deadline.
-func (d *DelayLine) drain(buf []byte, pk []qpacket) []qpacket {
+// drain takes every waiting packet in and gives it its deadline (thread
+// only).
+func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket {
 	for {
 		var err error
 		pk, err = d.sock.recv(buf, pk[:0])
@@ -386,15 +272,16 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket) []qpacket {
 		}
 		if err != nil {
 			d.fail(err)
+			d.failed = true
 			return pk
 		}
-		now := d.now()
+		t := now()
 		for _, p := range pk {
 			q := d.byN[p.queue]
 			if q == nil {
 				continue // not a queue of ours: cannot happen on this socket
 			}
-			at := now + q.delay
+			at := t + q.delay
 			if q.any && at < q.lastAt {
 				at = q.lastAt // keep deadlines in id order
 			}
@@ -408,8 +295,9 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket) []qpacket {
 	}
 }
 
-// release sends one batch verdict per queue for the packets that are due.
-func (d *DelayLine) release(now int64) {
+// release sends one batch verdict per queue for the packets that are due
+// (thread only).
+func (d *DelayLine) release(now int64, clock func() int64) {
 	for _, q := range d.qs {
 		i := q.head
 		for i < len(q.fifo) && q.fifo[i].at <= now {
@@ -422,12 +310,12 @@ func (d *DelayLine) release(now int64) {
 		// then costs is the packet's own trip through the kernel (qdisc,
 		// veth, the receiver's stack run inline), which the unshaped path
 		// pays as well; it is recorded separately.
-		issued := d.now()
+		issued := clock()
 		if err := d.sock.verdictBatch(q.num, q.fifo[i-1].id, nfAccept); err != nil {
 			d.sendErrs.Add(1)
 			d.fail(err)
 		}
-		d.verdictCost.Record(time.Duration(d.now() - issued))
+		d.verdictCost.Record(time.Duration(clock() - issued))
 		var b int64
 		for _, h := range q.fifo[q.head:i] {
 			d.lateness.Record(time.Duration(issued - h.at))
@@ -443,7 +331,7 @@ func (d *DelayLine) release(now int64) {
 }
 
 // Realtime reports whether the thread runs with SCHED_FIFO.
-func (d *DelayLine) Realtime() bool { return d.isRT.Load() }
+func (d *DelayLine) Realtime() bool { return d.th.isRT.Load() }
 
 // Err returns the first error of the delay line's thread, if any.
 func (d *DelayLine) Err() error {
@@ -465,27 +353,35 @@ type LineStats struct {
 	Lateness ptimer.Stats
 	// Spin is the current spin margin; SpinTime the total time spent
 	// spinning; CPU the thread's CPU time (spinning and verdicts included).
+	// All three belong to the thread, which the process's delay lines
+	// share.
 	Spin, SpinTime, CPU time.Duration
 	// VerdictCost is the duration of the verdict system call, per batch:
 	// the kernel runs the released packet's path (qdisc, veth, bridge, the
 	// receiver's stack) inside it.
 	VerdictCost ptimer.Stats
+	// WakeOvershoot is how much later than asked timed sleeps ended;
+	// LateWakes counts wake-ups after the deadline itself.
+	WakeOvershoot ptimer.Stats
+	LateWakes     int64
 }
 
 // Stats returns the counters so far.
 func (d *DelayLine) Stats() (LineStats, error) {
 	drops, err := d.kernelDrops()
 	return LineStats{
-		Received:    d.received.Load(),
-		Released:    d.released.Load(),
-		Bytes:       d.bytes.Load(),
-		Drops:       drops,
-		SendErrors:  d.sendErrs.Load(),
-		Lateness:    d.lateness.Stats(),
-		Spin:        d.Spin(),
-		SpinTime:    time.Duration(d.spinNs.Load()),
-		CPU:         d.CPUTime(),
-		VerdictCost: d.verdictCost.Stats(),
+		Received:      d.received.Load(),
+		Released:      d.released.Load(),
+		Bytes:         d.bytes.Load(),
+		Drops:         drops,
+		SendErrors:    d.sendErrs.Load(),
+		Lateness:      d.lateness.Stats(),
+		Spin:          d.Spin(),
+		SpinTime:      time.Duration(d.th.spinNs.Load()),
+		CPU:           d.CPUTime(),
+		VerdictCost:   d.verdictCost.Stats(),
+		WakeOvershoot: d.th.wakeOver.Stats(),
+		LateWakes:     d.lateWakes.Load(),
 	}, err
 }
 
@@ -494,7 +390,11 @@ func (d *DelayLine) Stats() (LineStats, error) {
 func (d *DelayLine) LatenessHistogram() *ptimer.Histogram { return &d.lateness }
 
 // ResetLateness clears the lateness histogram (between measurements).
-func (d *DelayLine) ResetLateness() { d.lateness.Reset(); d.verdictCost.Reset() }
+func (d *DelayLine) ResetLateness() {
+	d.lateness.Reset()
+	d.verdictCost.Reset()
+	d.lateWakes.Store(0)
+}
 
 // kernelDrops sums queue_dropped and queue_user_dropped over our queues.
 func (d *DelayLine) kernelDrops() (int64, error) {
@@ -547,16 +447,8 @@ func (d *DelayLine) Close(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	var one [8]byte
-	one[0] = 1
-	if _, err := unix.Write(d.stopFd, one[:]); err != nil {
-		errs = append(errs, fmt.Errorf("delay line: stop: %w", err))
-	}
-	select {
-	case <-d.done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("delay line: stop: %w", ctx.Err()))
-		<-d.done // the loop wakes on the eventfd; it cannot stay blocked
+	if err := d.th.detach(ctx, d); err != nil {
+		errs = append(errs, err)
 	}
 	for _, q := range d.qs {
 		if q.any {
@@ -567,9 +459,6 @@ func (d *DelayLine) Close(ctx context.Context) error {
 	}
 	if err := d.sock.close(); err != nil {
 		errs = append(errs, err)
-	}
-	if err := unix.Close(d.stopFd); err != nil {
-		errs = append(errs, fmt.Errorf("delay line: %w", err))
 	}
 	d.procMu.Lock()
 	if d.proc != nil {

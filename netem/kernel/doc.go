@@ -27,11 +27,19 @@
 //
 // The delay line is one locked OS thread per installation that receives,
 // holds and releases (ppoll on the queue socket with the next deadline as
-// timeout, 1 ns timer slack, spinning the last DefaultSpin): on small
-// virtual machines every hand-off between threads costs tens of
-// microseconds. It runs with SCHED_FIFO by default when allowed (see
-// HTB.NoRealtime). Release lateness (verdict issued minus deadline) is
-// kept in a ptimer.Histogram; kernel queue drops are read from
+// timeout, 1 ns timer slack, spinning the last stretch before a deadline):
+// on small virtual machines every hand-off between threads costs tens of
+// microseconds. The spin margin adapts to the p99.5 of the thread's recent
+// wake-up overshoots (plus SpinGuard, between MinSpin and MaxSpin); an
+// idle line sleeps without a timeout and uses no CPU. The thread runs with
+// SCHED_FIFO by default when allowed (see HTB.NoRealtime), and while it
+// exists GOMAXPROCS has a spare P (ptimer.ReserveP), so that it finds a P
+// at once when its sleep ends. What it cannot avoid is the Go garbage
+// collector's stop-the-world pauses of its own process, which hold it up
+// on its way back from ppoll (see the calibrate command). Release
+// lateness (verdict issued minus deadline, the deadline being the packet's
+// arrival in userspace plus the queue's delay) is kept in a
+// ptimer.Histogram; kernel queue drops are read from
 // /proc/net/netfilter/nfnetlink_queue of the namespace.
 //
 // Rates and delays follow Model: targets are what a 1 MB ping-pong reports

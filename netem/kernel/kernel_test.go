@@ -148,7 +148,12 @@ func TestNetemMechanism(t *testing.T) {
 	if !contains(st.qdiscs, "htb") || !contains(st.qdiscs, "netem") || st.classes != 1 || st.filters != 1 {
 		t.Errorf("installed state %+v, want htb root, one class with a netem leaf, one filter", st)
 	}
+	sh := in.(*kernel.Installed).Shaping()["beta"]
+	if sh.Divert || sh.Delay != 300*time.Microsecond {
+		t.Errorf("beta shaped %+v, want a 300µs netem delay and no delay line", sh)
+	}
 	echo(t, topo, a, b, 20)
+	udpHoldsAtLeast(t, topo, a, b, sh.Delay, 100) // netem holds every packet its delay
 	if err := in.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -429,5 +434,43 @@ func TestCleanProbeLinks(t *testing.T) {
 	}
 	if len(removed) == 0 {
 		t.Error("nothing reported removed")
+	}
+}
+
+// TestLineThreads installs delay lines in two namespaces of one process
+// and checks that each has its thread, that traffic through both is
+// delayed at least as asked, and that the threads are gone once the lines
+// are closed.
+func TestLineThreads(t *testing.T) {
+	base := kernel.LineThreads()
+	topo := twoHosts(t)
+	a, b := topo.Host("a"), topo.Host("b")
+	const delay = 300 * time.Microsecond
+	mech := kernel.HTB{}
+	inA := install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Latency: delay}}}, topo.Destinations())
+	inB := install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}, topo.Destinations())
+	if n := kernel.LineThreads() - base; n != 2 {
+		t.Fatalf("with two lines: %d line threads, want 2", n)
+	}
+	echo(t, topo, a, b, 20)
+	udpHoldsAtLeast(t, topo, a, b, delay, 50)
+	udpHoldsAtLeast(t, topo, b, a, delay, 50)
+	for _, in := range []netem.Installed{inA, inB} {
+		if ds := in.DelayStats(); ds.Released < 20+50 || ds.Drops != 0 {
+			t.Errorf("delay stats %+v, want at least 70 released, no drops", ds)
+		}
+	}
+	if err := inA.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := kernel.LineThreads() - base; n != 1 {
+		t.Errorf("after closing one line: %d line threads, want 1", n)
+	}
+	udpHoldsAtLeast(t, topo, b, a, delay, 20) // the other line still works
+	if err := inB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := kernel.LineThreads() - base; n != 0 {
+		t.Errorf("after closing both: %d line threads left", n)
 	}
 }

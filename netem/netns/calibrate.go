@@ -52,6 +52,9 @@ type CalibrationInfo struct {
 	// Overhead and Overhead0 are the delay line's own one-way cost with a
 	// sleeping line (at OverheadProbe) and at zero delay (htb only).
 	Overhead, Overhead0 time.Duration
+	// LineMsgOverhead is the delay line's cost per 1 MB message at zero
+	// delay and LineProbeRate (htb only; kernel.Model.LineMsgOverhead).
+	LineMsgOverhead time.Duration
 	// Model is what was installed with.
 	Model kernel.Model
 }
@@ -132,12 +135,13 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 	model := kernel.Model{Floor: info.Floor}
 	switch mech.Name() {
 	case kernel.NameHTB:
-		if info.Overhead0, info.Overhead, err = lineOverhead(ctx, topo, first, other, info.Floor, opts); err != nil {
+		if info.Overhead0, info.Overhead, info.LineMsgOverhead, err = lineOverhead(ctx, topo, first, other, info.Floor, opts); err != nil {
 			return nil, netem.CalibrationSummary{}, info, err
 		}
-		model.Overhead, model.Overhead0 = info.Overhead, info.Overhead0
+		model.Overhead, model.Overhead0, model.LineMsgOverhead = info.Overhead, info.Overhead0, info.LineMsgOverhead
 		mech = kernel.HTB{Model: model, NoRealtime: opts.NoRealtime}
-		logf("delay line overhead: %v sleeping, %v at zero delay", info.Overhead, info.Overhead0)
+		logf("delay line overhead: %v sleeping, %v at zero delay, %v per 1 MB message at zero delay and %.0f MB/s",
+			info.Overhead, info.Overhead0, info.LineMsgOverhead, LineProbeRate/1e6)
 	case kernel.NameNetem:
 		mech = kernel.Netem{Model: model}
 	case "userspace":
@@ -194,6 +198,17 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 				}
 				r.Attempts = try
 				logf("%s-%s attempt %d: %.1f MB/s %v, p99 lateness %v -> %s", src, dst, try, r.Measured.Bandwidth/1e6, r.Measured.Latency, r.Lateness.P99, r.Verdict)
+				if !good(r) {
+					// Where the lateness came from, per end of the pair.
+					for _, h := range []*Host{a, b} {
+						if k, ok := insts[h].(*kernel.Installed); ok {
+							st, _ := k.LineStats()
+							logf("  %s: %d releases, lateness p99 %v max %v; timed wake-ups late p50 %v p99 %v, %d after a deadline; verdict p99 %v; spin margin %v",
+								h.Name, st.Lateness.Count, st.Lateness.P99, st.Lateness.Max, st.WakeOvershoot.P50, st.WakeOvershoot.P99,
+								st.LateWakes, st.VerdictCost.P99, st.Spin)
+						}
+					}
+				}
 				if try == 1 || (good(r) && !good(row)) {
 					row = r
 				}
@@ -287,17 +302,24 @@ func dilate(m netem.Matrix, d float64) netem.Matrix {
 	return out
 }
 
+// LineProbeRate is the rate at which lineOverhead measures the delay
+// line's cost per message at zero delay: about DAS-3's intra-cluster
+// Myri-10G ping-pong bandwidth, the links that use the line that way.
+const LineProbeRate = 530e6
+
 // lineOverhead measures the one-way latency the delay line adds by itself:
 // once with zero delay and once at opts.OverheadProbe, the htb mechanism
-// installed on two hosts with a plan that only delays (no rate).
-func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Duration, opts CalibrateOptions) (zero, sleeping time.Duration, err error) {
+// installed on two hosts with a plan that only delays (no rate). It also
+// measures what the line at zero delay costs per 1 MB message at
+// LineProbeRate: the time the ping-pong's message takes beyond what the
+// rate model expects and beyond the latency the line adds.
+func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Duration, opts CalibrateOptions) (zero, sleeping, perMsg time.Duration, err error) {
 	probe := opts.OverheadProbe
 	if probe <= 0 {
 		probe = 300 * time.Microsecond
 	}
-	run := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+	run := func(link netem.Link, divertAll bool) (netem.PingPongResult, error) {
 		mech := kernel.HTB{Model: kernel.Model{Floor: floor}, DivertAll: divertAll, NoRealtime: opts.NoRealtime}
-		link := netem.Link{Latency: floor + delay}
 		var ia, ib netem.Installed
 		defer func() {
 			for _, in := range []netem.Installed{ia, ib} {
@@ -319,38 +341,45 @@ func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Du
 				*x.in, err = mech.Install(ctx, plan, topo.Destinations())
 				return err
 			}); err != nil {
-				return 0, err
+				return netem.PingPongResult{}, err
 			}
 		}
-		res, err := measure(ctx, topo, a, b, nil, nil, "", "", opts.PingPong)
-		if err != nil {
-			return 0, err
-		}
-		return res.Latency - floor - delay, nil
+		return measure(ctx, topo, a, b, nil, nil, "", "", opts.PingPong)
 	}
 	// Three tries each, the median kept: one try is at the mercy of what
 	// else the machine does at that moment.
-	med := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+	med := func(link netem.Link, divertAll bool, value func(netem.PingPongResult) time.Duration) (time.Duration, error) {
 		var v []time.Duration
 		for range 3 {
-			o, err := run(delay, divertAll)
+			res, err := run(link, divertAll)
 			if err != nil {
 				return 0, err
 			}
-			v = append(v, o)
+			v = append(v, value(res))
 		}
 		slices.Sort(v)
 		return max(v[1], 0), nil
 	}
-	if zero, err = med(0, true); err != nil {
-		return 0, 0, fmt.Errorf("netns: delay line overhead at zero delay: %w", err)
+	if zero, err = med(netem.Link{Latency: floor}, true, func(r netem.PingPongResult) time.Duration { return r.Latency - floor }); err != nil {
+		return 0, 0, 0, fmt.Errorf("netns: delay line overhead at zero delay: %w", err)
 	}
-	if sleeping, err = med(probe, false); err != nil {
-		return 0, 0, fmt.Errorf("netns: delay line overhead at %v: %w", probe, err)
+	if sleeping, err = med(netem.Link{Latency: floor + probe}, false, func(r netem.PingPongResult) time.Duration { return r.Latency - floor - probe }); err != nil {
+		return 0, 0, 0, fmt.Errorf("netns: delay line overhead at %v: %w", probe, err)
+	}
+	msg := float64(netem.BandwidthMsgSize)
+	if perMsg, err = med(netem.Link{Latency: floor, Bandwidth: LineProbeRate}, true, func(r netem.PingPongResult) time.Duration {
+		if r.Bandwidth <= 0 {
+			return 0
+		}
+		// Beyond the one latency the line adds, which the rate model
+		// already counts (it uses the link's target latency).
+		return time.Duration((msg/r.Bandwidth-msg/LineProbeRate)*1e9) - (r.Latency - floor)
+	}); err != nil {
+		return 0, 0, 0, fmt.Errorf("netns: delay line cost per message: %w", err)
 	}
 	// Spinning from arrival to release cannot cost more than sleeping in
 	// between; a measurement saying so was disturbed.
-	return min(zero, sleeping), sleeping, nil
+	return min(zero, sleeping), sleeping, perMsg, nil
 }
 
 // measure runs a ping-pong from a to b: a server in b's namespace, a

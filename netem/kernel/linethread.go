@@ -1,0 +1,357 @@
+package kernel
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/koala-emu/koala-emu/netem/ptimer"
+)
+
+// lineThread is the thread that serves a DelayLine (see DelayLine). It
+// starts with the line and stops when the line closes.
+//
+// The loop can serve several lines (one ppoll over all their sockets, one
+// spin margin); it serves exactly one. Measured here, one thread shared by
+// all the lines of a process was worse on two cores: a verdict runs the
+// released packets' kernel path inline (the receiver's stack, and for
+// ACKs the sender's next transmissions), 3-50 µs each, so one line's
+// verdicts delayed the other line's releases (p99 release lateness of
+// undelayed intra-cluster pairs rose from about 5 µs to 50-78 µs, of
+// delayed pairs to 60-150 µs) where two threads issue them on both cores
+// at once. An idle line's thread sleeps in ppoll without a timeout.
+//
+// Lines attach and detach through requests that the thread picks up at the
+// top of its loop (an eventfd wakes it); everything else (the lines'
+// queues, sockets and verdicts) is touched by the thread alone while the
+// line is attached.
+type lineThread struct {
+	ctlFd  int // eventfd: requests are waiting
+	reqMu  sync.Mutex
+	reqs   []lineReq
+	hasReq atomic.Bool
+
+	lines []*DelayLine // thread only
+
+	// Spin margin: adaptive unless a line fixes it (see DelayLineConfig.Spin).
+	spin    atomic.Int64
+	adapt   bool                   // thread only
+	over    [overshootWindow]int64 // recent wake-up overshoots (thread only)
+	overN   int
+	adapted int
+
+	spinNs   atomic.Int64 // total time spent spinning
+	wakeOver ptimer.Histogram
+	tid      atomic.Int64
+	isRT     atomic.Bool
+
+	base    time.Time
+	monoOff int64 // CLOCK_MONOTONIC ns = monoOff + time.Since(base)
+
+	done      chan struct{}
+	unreserve func()
+}
+
+type lineReq struct {
+	line   *DelayLine // nil: stop the thread
+	attach bool
+	ack    chan struct{}
+}
+
+// liveThreads counts the running line threads (for tests).
+var liveThreads atomic.Int64
+
+// attachLine starts a thread for d.
+func attachLine(d *DelayLine) (*lineThread, error) {
+	t, err := startLineThread()
+	if err != nil {
+		return nil, err
+	}
+	t.request(lineReq{line: d, attach: true})
+	return t, nil
+}
+
+// detach takes d off the thread and stops it; when it returns the thread
+// no longer touches d.
+func (t *lineThread) detach(_ context.Context, d *DelayLine) error {
+	// The thread answers at the top of its next loop: it never blocks on
+	// anything but ppoll, which the request's eventfd interrupts.
+	t.request(lineReq{line: d})
+	t.request(lineReq{}) // stop
+	<-t.done
+	liveThreads.Add(-1)
+	t.unreserve()
+	if err := unix.Close(t.ctlFd); err != nil {
+		return fmt.Errorf("delay line: %w", err)
+	}
+	return nil
+}
+
+func startLineThread() (*lineThread, error) {
+	t := &lineThread{done: make(chan struct{}), adapt: true}
+	t.spin.Store(int64(DefaultSpin))
+	var err error
+	if t.base, t.monoOff, err = monoBase(); err != nil {
+		return nil, err
+	}
+	if t.ctlFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("delay line: eventfd: %w", err)
+	}
+	t.unreserve = ptimer.ReserveP()
+	started := make(chan struct{})
+	liveThreads.Add(1)
+	go t.run(started)
+	<-started
+	return t, nil
+}
+
+// request queues r, wakes the thread and waits until it has been applied.
+func (t *lineThread) request(r lineReq) {
+	r.ack = make(chan struct{})
+	t.reqMu.Lock()
+	t.reqs = append(t.reqs, r)
+	t.hasReq.Store(true)
+	t.reqMu.Unlock()
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	for {
+		// The eventfd counter cannot overflow here (one write per request).
+		if _, err := unix.Write(t.ctlFd, one[:]); !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	<-r.ack
+}
+
+// applyRequests runs on the thread; it reports whether to stop.
+func (t *lineThread) applyRequests() (stop bool) {
+	var b [8]byte
+	_, _ = unix.Read(t.ctlFd, b[:]) // reset the counter; requests are in reqs
+	t.reqMu.Lock()
+	reqs := t.reqs
+	t.reqs = nil
+	t.hasReq.Store(false)
+	t.reqMu.Unlock()
+	for _, r := range reqs {
+		switch {
+		case r.line == nil:
+			stop = true
+		case r.attach:
+			t.lines = append(t.lines, r.line)
+			if r.line.realtime && !t.isRT.Load() {
+				attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}
+				attr.Size = uint32(unsafe.Sizeof(attr))
+				t.isRT.Store(unix.SchedSetAttr(0, &attr, 0) == nil)
+			}
+		default:
+			t.lines = slices.DeleteFunc(t.lines, func(d *DelayLine) bool { return d == r.line })
+		}
+		close(r.ack)
+	}
+	t.configureSpin()
+	return stop
+}
+
+// configureSpin applies the lines' Spin settings (see DelayLineConfig).
+func (t *lineThread) configureSpin() {
+	var fixed time.Duration
+	never := len(t.lines) > 0
+	for _, d := range t.lines {
+		fixed = max(fixed, d.spinCfg)
+		if d.spinCfg >= 0 {
+			never = false
+		}
+	}
+	switch {
+	case fixed > 0:
+		t.adapt = false
+		t.spin.Store(int64(fixed))
+	case never:
+		t.adapt = false
+		t.spin.Store(0)
+	default:
+		if !t.adapt {
+			t.spin.Store(int64(DefaultSpin))
+		}
+		t.adapt = true
+	}
+}
+
+func (t *lineThread) now() int64 { return t.monoOff + int64(time.Since(t.base)) }
+
+// run is the thread. It never unlocks its OS thread (the thread's timer
+// slack and scheduling policy were changed), so the runtime discards the
+// thread when run returns.
+func (t *lineThread) run(started chan<- struct{}) {
+	defer close(t.done)
+	runtime.LockOSThread()
+	t.tid.Store(int64(unix.Gettid()))
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) // best effort
+	close(started)
+	buf := make([]byte, 1<<18)
+	var pk []qpacket
+	var pfd []unix.PollFd   // ctlFd, then one socket per serving line
+	var polled []*DelayLine // the lines of pfd[1:]
+	rebuild := func() {
+		pfd = append(pfd[:0], unix.PollFd{Fd: int32(t.ctlFd), Events: unix.POLLIN})
+		polled = polled[:0]
+		for _, d := range t.lines {
+			if !d.failed {
+				pfd = append(pfd, unix.PollFd{Fd: int32(d.sock.fd), Events: unix.POLLIN})
+				polled = append(polled, d)
+			}
+		}
+	}
+	rebuild()
+	// take handles what ppoll reported: packets in, broken sockets out.
+	take := func() {
+		broken := false
+		for i, d := range polled {
+			re := pfd[i+1].Revents
+			if re&(unix.POLLERR|unix.POLLNVAL) != 0 {
+				d.fail(errors.New("delay line: socket error"))
+				d.failed, broken = true, true
+				continue
+			}
+			if re&unix.POLLIN != 0 {
+				pk = d.drain(buf, pk, t.now)
+				broken = broken || d.failed
+			}
+		}
+		if broken {
+			rebuild()
+		}
+	}
+	zero := unix.Timespec{}
+	var spinSince int64 // start of the current run of spinning, 0: none
+	for {
+		if t.hasReq.Load() {
+			if t.applyRequests() {
+				return
+			}
+			rebuild()
+		}
+		for _, d := range t.lines {
+			d.release(t.now(), t.now)
+		}
+		t.adaptSpin()
+		// Read the clock after the verdicts: they run the released
+		// packets' kernel path and can take tens of µs, which a timeout
+		// computed from an earlier reading would add to the next sleep.
+		now := t.now()
+		next := int64(-1)
+		var nextLine *DelayLine
+		for _, d := range t.lines {
+			for _, q := range d.qs {
+				if q.head < len(q.fifo) && (next < 0 || q.fifo[q.head].at < next) {
+					next, nextLine = q.fifo[q.head].at, d
+				}
+			}
+		}
+		var ts *unix.Timespec
+		var tmo int64
+		if next >= 0 {
+			wait := next - now - t.spin.Load()
+			if wait <= 0 && spinSince == 0 {
+				spinSince = now
+			}
+			if wait <= 0 && now-spinSince < int64(maxSpinRun) {
+				// Spin to the deadline, still taking packets and requests in.
+				for i := range pfd {
+					pfd[i].Revents = 0
+				}
+				if n, err := unix.Ppoll(pfd, &zero, nil); err == nil && n > 0 {
+					take()
+				}
+				if t2 := t.now(); t2 < next {
+					t.spinNs.Add(t2 - now)
+				}
+				continue
+			}
+			if wait <= 0 {
+				// Deadlines back to back kept the thread spinning: sleep
+				// to this one exactly (precision yields to the rest of the
+				// machine, the thread being realtime).
+				wait = max(next-now, 1)
+			}
+			spinSince = 0
+			tmo = wait
+			tsv := unix.NsecToTimespec(wait)
+			ts = &tsv
+		}
+		for i := range pfd {
+			pfd[i].Revents = 0
+		}
+		n, err := unix.Ppoll(pfd, ts, nil)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			for _, d := range t.lines {
+				d.fail(fmt.Errorf("delay line: poll: %w", err))
+			}
+			// Keep answering requests; without them Close would hang.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err == nil && n == 0 && ts != nil {
+			t2 := t.now()
+			over := t2 - now - tmo
+			t.wakeOver.Record(time.Duration(over))
+			if t2 > next {
+				nextLine.lateWakes.Add(1)
+			}
+			t.observeWake(over)
+		}
+		if n > 0 {
+			take()
+		}
+	}
+}
+
+// observeWake records how late a timed sleep ended.
+func (t *lineThread) observeWake(over int64) {
+	if !t.adapt {
+		return
+	}
+	t.over[t.overN%overshootWindow] = max(over, 0)
+	t.overN++
+}
+
+// adaptSpin sets the spin margin, every adaptEvery wake-ups, to the p99.5
+// of the recent overshoots plus SpinGuard. It runs after the releases
+// that were due, off the path of a deadline.
+func (t *lineThread) adaptSpin() {
+	if !t.adapt || t.overN == t.adapted || t.overN%adaptEvery != 0 || t.overN < overshootWindow/4 {
+		return
+	}
+	t.adapted = t.overN
+	n := min(t.overN, overshootWindow)
+	var buf [overshootWindow]int64
+	w := buf[:n]
+	copy(w, t.over[:n])
+	slices.Sort(w)
+	q := w[min(n-1, n*995/1000)]
+	t.spin.Store(min(max(q+int64(SpinGuard), int64(MinSpin)), int64(MaxSpin)))
+}
+
+// cpuTime is the thread's CPU time so far.
+func (t *lineThread) cpuTime() time.Duration {
+	tid := t.tid.Load()
+	if tid == 0 {
+		return 0
+	}
+	// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) of linux/posix-timers.h.
+	clock := int32(^uint32(tid)<<3) | 6
+	var ts unix.Timespec
+	if err := unix.ClockGettime(clock, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
