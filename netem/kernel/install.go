@@ -65,25 +65,32 @@ func egressLink(h *netlink.Handle, dev string, dsts map[string][]netip.Prefix) (
 	keys := sortedKeys(dsts)
 	for _, c := range keys {
 		for _, p := range dsts[c] {
+			// The prefix's first host may be this namespace's own address
+			// (a cluster manager on its cluster's subnet): its route is the
+			// loopback and says nothing, so the second host is asked then.
 			probe := p.Masked().Addr().Next()
 			if !p.Contains(probe) {
-				probe = p.Addr()
+				probe = p.Addr() // a single address
 			}
-			rs, err := h.RouteGet(net.IP(probe.AsSlice()))
-			if err != nil {
-				return nil, fmt.Errorf("route to %s (%s): %w", p, c, err)
-			}
-			if len(rs) == 0 {
-				return nil, fmt.Errorf("no route to %s (%s)", p, c)
-			}
-			if l, err := h.LinkByIndex(rs[0].LinkIndex); err == nil && l.Attrs().Flags&net.FlagLoopback != 0 {
-				continue // the probe address is our own: it says nothing
-			}
-			switch {
-			case idx == 0:
-				idx, first = rs[0].LinkIndex, p.String()
-			case idx != rs[0].LinkIndex:
-				return nil, fmt.Errorf("destinations leave through different interfaces (%s and %s): set the interface explicitly", first, p)
+			for try := 0; try < 2 && p.Contains(probe); try++ {
+				rs, err := h.RouteGet(net.IP(probe.AsSlice()))
+				if err != nil {
+					return nil, fmt.Errorf("route to %s (%s): %w", p, c, err)
+				}
+				if len(rs) == 0 {
+					return nil, fmt.Errorf("no route to %s (%s)", p, c)
+				}
+				if l, err := h.LinkByIndex(rs[0].LinkIndex); err == nil && l.Attrs().Flags&net.FlagLoopback != 0 {
+					probe = probe.Next()
+					continue
+				}
+				switch {
+				case idx == 0:
+					idx, first = rs[0].LinkIndex, p.String()
+				case idx != rs[0].LinkIndex:
+					return nil, fmt.Errorf("destinations leave through different interfaces (%s and %s): set the interface explicitly", first, p)
+				}
+				break
 			}
 		}
 	}

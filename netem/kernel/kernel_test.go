@@ -474,3 +474,23 @@ func TestLineThreads(t *testing.T) {
 		t.Errorf("after closing both: %d line threads left", n)
 	}
 }
+
+// A host whose own address is the first of its cluster's prefix (a cluster
+// manager on its subnet), in a grid of that one cluster: the egress
+// interface is still found (the route to the first address is the loopback
+// and says nothing).
+func TestHTBOwnClusterOnly(t *testing.T) {
+	topo := netnstest.Setup(t, netns.Spec{Hosts: []netns.HostSpec{{Name: "a", Cluster: "alpha"}, {Name: "b", Cluster: "alpha"}}})
+	a := topo.Host("a")
+	own := netip.PrefixFrom(a.Addr, 24).Masked()
+	if own.Addr().Next() != a.Addr {
+		t.Fatalf("a is %v, want the first host of %v", a.Addr, own)
+	}
+	plan := netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{
+		"alpha": {Latency: 300 * time.Microsecond, Bandwidth: 100e6},
+	}}
+	in := install(t, topo, a, kernel.HTB{}, plan, map[string][]netip.Prefix{"alpha": {own}})
+	if eff := in.Effective()["alpha"]; eff.Bandwidth != 100e6 {
+		t.Errorf("effective %+v, want the alpha link", eff)
+	}
+}
