@@ -47,6 +47,11 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// The command allocates little: collect only near 1 GiB.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 30))
+	// Every backend measures the links as a run shapes them: dilated by the
+	// scenario's dilation (latency x d, bandwidth / d; see netem.Link.Dilate).
+	if plan.Dilation > 1 {
+		fmt.Fprintf(stderr, "dilation %g: targets are the scenario's links dilated (latency x %g, bandwidth / %g)\n", plan.Dilation, plan.Dilation, plan.Dilation)
+	}
 	var rows []netem.CalibrationRow
 	mech := *shaper
 	switch *backend {
@@ -56,9 +61,9 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		mech = "userspace"
 		fmt.Fprintf(stderr, "calibrating %d clusters in process (userspace shaper)...\n", len(plan.Clusters))
-		rows, err = netem.CalibrateInproc(ctx, plan.Links, netem.CalibrateOptions{})
+		rows, err = netem.CalibrateInproc(ctx, plan.Links, netem.CalibrateOptions{Dilation: plan.Dilation})
 	case "netns":
-		rows, mech, err = calibrateNetns(ctx, plan.Links, *shaper, stderr)
+		rows, mech, err = calibrateNetns(ctx, plan.Links, plan.Dilation, *shaper, stderr)
 	case "docker":
 		rows, mech, err = calibrateDocker(ctx, plan.Links, plan.Dilation, *shaper, stderr)
 	default:

@@ -13,11 +13,11 @@ import (
 // calibrateNetns runs the calibration on the project's own test hosts: one
 // network namespace per emulated node, the chosen mechanism installed in
 // each, removed again before it returns.
-func calibrateNetns(ctx context.Context, m netem.Matrix, shaper string, progress io.Writer) ([]netem.CalibrationRow, string, error) {
+func calibrateNetns(ctx context.Context, m netem.Matrix, dilation float64, shaper string, progress io.Writer) ([]netem.CalibrationRow, string, error) {
 	if os.Geteuid() != 0 {
 		return nil, "", fmt.Errorf("backend netns creates network namespaces and needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN)")
 	}
-	rows, _, info, err := netns.CalibrateNetns(ctx, m, shaper, netns.CalibrateOptions{Log: progress})
+	rows, _, info, err := netns.CalibrateNetns(ctx, m, shaper, netns.CalibrateOptions{Dilation: dilation, Log: progress})
 	if err != nil {
 		return rows, info.Mechanism, err
 	}

@@ -9,13 +9,18 @@
 //     where it does not, as on this project's CI kernel.
 //
 //   - HTB ("htb"): the same HTB classes for the rate, and a userspace delay
-//     line for the latency. nftables rules (table "koala_delay", family ip,
-//     postrouting, programmed over netlink) send packets leaving the
-//     egress interface towards a delayed cluster to an NFQUEUE queue, one
-//     queue per cluster; a DelayLine holds each packet and accepts it at
-//     its deadline, after which it continues into HTB. Kernels without the
-//     nftables queue expression get the xtables NFQUEUE target through
-//     nft_compat, as iptables-nft does.
+//     line for the latency, applied where packets arrive: nftables rules
+//     (table "koala_delay", family ip, prerouting, programmed over netlink)
+//     send packets arriving on the node's interface from a delayed cluster
+//     to an NFQUEUE queue, one queue per cluster; a DelayLine holds each
+//     packet and accepts it at its deadline, after which the node's stack
+//     receives it. The sender's HTB class has limited the rate already;
+//     the link matrix being symmetric, the delay from a cluster is the
+//     delay to it. Held at the receiver, a packet no longer belongs to the
+//     sender's socket, so TCP Small Queues do not throttle the flow (see
+//     installQueueRules). Kernels without the nftables queue expression
+//     get the xtables NFQUEUE target through nft_compat, as iptables-nft
+//     does.
 //
 // Why NFQUEUE and not a TUN device: packets stay in the kernel (only 20
 // header bytes are copied to userspace, whole 64 KB GSO packets are queued

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/netem/kernel"
@@ -466,7 +467,9 @@ func TestLineThreads(t *testing.T) {
 	if n := kernel.LineThreads() - base; n != 1 {
 		t.Errorf("after closing one line: %d line threads, want 1", n)
 	}
-	udpHoldsAtLeast(t, topo, b, a, delay, 20) // the other line still works
+	// The other line still works: it delays what reaches b (the delay
+	// line holds arriving packets, see installQueueRules).
+	udpHoldsAtLeast(t, topo, a, b, delay, 20)
 	if err := inB.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -493,4 +496,80 @@ func TestHTBOwnClusterOnly(t *testing.T) {
 	if eff := in.Effective()["alpha"]; eff.Bandwidth != 100e6 {
 		t.Errorf("effective %+v, want the alpha link", eff)
 	}
+}
+
+// TestDelayHeldAtReceiver checks that the delay line holds a flow's data
+// at the receiving host, where the packets no longer belong to the
+// sender's socket: held at the sender, TCP Small Queues counted them
+// against the socket and kept a flow over a delay of 4 ms or more at about
+// its initial window (8-16 segments in flight).
+func TestDelayHeldAtReceiver(t *testing.T) {
+	topo := twoHosts(t)
+	a, b := topo.Host("a"), topo.Host("b")
+	const delay = 5 * time.Millisecond
+	mech := kernel.HTB{}
+	inA := install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Latency: delay}}}, topo.Destinations())
+	inB := install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}, topo.Destinations())
+	ln, err := topo.Listen(t.Context(), b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const total = 8 << 20
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		var n int64
+		buf := make([]byte, 1<<16)
+		for n < total {
+			k, err := c.Read(buf)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		got <- n
+	}()
+	c, err := topo.Dial(t.Context(), a, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxUnacked := uint32(0)
+	chunk := make([]byte, 32<<10)
+	for sent := 0; sent < total; sent += len(chunk) {
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		_ = raw.Control(func(fd uintptr) {
+			if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+				maxUnacked = max(maxUnacked, ti.Unacked)
+			}
+		})
+	}
+	if n := <-got; n != total {
+		t.Fatalf("received %d bytes, want %d", n, total)
+	}
+	stA, _ := inA.(*kernel.Installed).LineStats()
+	stB, _ := inB.(*kernel.Installed).LineStats()
+	if stB.Bytes < total {
+		t.Errorf("the receiver's line released %d bytes, want at least the %d sent to it", stB.Bytes, total)
+	}
+	if stA.Bytes >= total/4 {
+		t.Errorf("the sender's line released %d bytes of a %d byte flow away from it: data held at the sender", stA.Bytes, total)
+	}
+	if maxUnacked < 32 {
+		t.Errorf("at most %d segments in flight over a %v round trip: the flow was held back at the sender", maxUnacked, 2*delay)
+	}
+	t.Logf("receiver's line %d bytes, sender's line %d bytes, up to %d segments in flight", stB.Bytes, stA.Bytes, maxUnacked)
 }
