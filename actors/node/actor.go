@@ -126,14 +126,7 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 	}
 	go func() {
 		done := &msg.RankDone{JobId: r.job, Rank: r.rank, Node: name}
-		defer func() {
-			r.cancel()
-			if err := r.ep.Close(); err != nil && done.Error == "" {
-				done.Error = "close endpoint: " + err.Error()
-			}
-			root.Send(r.runner, done)
-			root.Send(self, &rankFinished{job: r.job})
-		}()
+		defer r.finish(root, self, done)
 		c, err := r.ep.Connect(r.ctx, peers)
 		if err != nil {
 			done.Error = fmt.Sprintf("connect: %v", err)
@@ -226,14 +219,7 @@ func (n *node) resize(ctx actor.Context, x *msg.ResizeRanks) {
 	self, root, name := ctx.Self(), n.cfg.Env.System.Root, n.cfg.Name
 	go func() {
 		done := &msg.RankDone{JobId: r.job, Rank: r.rank, Node: name}
-		defer func() {
-			r.cancel()
-			if err := r.ep.Close(); err != nil && done.Error == "" {
-				done.Error = "close endpoint: " + err.Error()
-			}
-			root.Send(r.runner, done)
-			root.Send(self, &rankFinished{job: r.job})
-		}()
+		defer r.finish(root, self, done)
 		c, data, st, err := r.ep.Join(r.ctx, peers, int(x.OldSize))
 		if err != nil {
 			done.Error = fmt.Sprintf("join: %v", err)
@@ -264,4 +250,15 @@ func (n *node) abort(ctx actor.Context, a *msg.AbortRank) {
 	}
 	ctx.Send(r.runner, done)
 	n.cur = nil
+}
+
+// finish ends a rank's goroutine: it closes the endpoint, reports done to
+// the runner and tells the node actor the rank is gone.
+func (r *rank) finish(root *actor.RootContext, self *actor.PID, done *msg.RankDone) {
+	r.cancel()
+	if err := r.ep.Close(); err != nil && done.Error == "" {
+		done.Error = "close endpoint: " + err.Error()
+	}
+	root.Send(r.runner, done)
+	root.Send(self, &rankFinished{job: r.job})
 }
