@@ -178,14 +178,16 @@ func TestClean(t *testing.T) {
 func TestSpecValidation(t *testing.T) {
 	netnstest.RequireRoot(t)
 	for name, spec := range map[string]netns.Spec{
-		"bad host name":   {Hosts: []netns.HostSpec{{Name: "a b", Cluster: "c"}}},
-		"duplicate":       {Hosts: []netns.HostSpec{{Name: "a", Cluster: "c"}, {Name: "a", Cluster: "c"}}},
-		"unknown cluster": {Clusters: []string{"c"}, Hosts: []netns.HostSpec{{Name: "a", Cluster: "d"}}},
+		// Named runs, so that the check below looks at this test's own
+		// namespaces only (other runs may be using the machine).
+		"bad host name":   {RunID: "specv", Hosts: []netns.HostSpec{{Name: "a b", Cluster: "c"}}},
+		"duplicate":       {RunID: "specv", Hosts: []netns.HostSpec{{Name: "a", Cluster: "c"}, {Name: "a", Cluster: "c"}}},
+		"unknown cluster": {RunID: "specv", Clusters: []string{"c"}, Hosts: []netns.HostSpec{{Name: "a", Cluster: "d"}}},
 		"bad run id":      {RunID: "x/y"},
 	} {
 		if _, err := netns.Setup(t.Context(), spec); err == nil {
 			t.Errorf("%s: setup succeeded", name)
 		}
 	}
-	netnstest.AssertNoLeftovers(t, netns.NamePrefix)
+	netnstest.AssertNoLeftovers(t, netns.NamePrefix+"specv-")
 }
