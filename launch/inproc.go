@@ -283,18 +283,7 @@ wait:
 	wall := clk.Wall()
 	jobs := rec.Jobs()
 	if interrupted != "" {
-		// Nothing is lost: every job still in the system is reported failed.
-		for i := range jobs {
-			if jobs[i].Status != "completed" && jobs[i].Status != "failed" {
-				jobs[i].Status, jobs[i].Reason = "failed", interrupted
-			}
-		}
-		for _, j := range plan.Jobs {
-			if !hasJob(jobs, j.ID) {
-				jobs = append(jobs, results.Job{ID: j.ID, App: j.App, Size: j.Size, Request: j.Request, Submit: -1,
-					Placement: -1, Start: -1, End: -1, Status: "failed", Reason: interrupted + " (never submitted)"})
-			}
-		}
+		jobs = FailUnfinished(jobs, plan, interrupted)
 	}
 	if err := rec.Flush(); err != nil {
 		return nil, err
@@ -334,13 +323,24 @@ wait:
 	return res, nil
 }
 
-func hasJob(jobs []results.Job, id string) bool {
-	for _, j := range jobs {
-		if j.ID == id {
-			return true
+// FailUnfinished reports every job of plan that did not end as failed with
+// reason, those never submitted included, so that an interrupted run loses
+// nothing.
+func FailUnfinished(jobs []results.Job, plan *scenarios.Plan, reason string) []results.Job {
+	seen := make(map[string]bool, len(jobs))
+	for i := range jobs {
+		seen[jobs[i].ID] = true
+		if jobs[i].Status != "completed" && jobs[i].Status != "failed" {
+			jobs[i].Status, jobs[i].Reason = "failed", reason
 		}
 	}
-	return false
+	for _, j := range plan.Jobs {
+		if !seen[j.ID] {
+			jobs = append(jobs, results.Job{ID: j.ID, App: j.App, Size: j.Size, Request: j.Request, Submit: -1,
+				Placement: -1, Start: -1, End: -1, Status: "failed", Reason: reason + " (never submitted)"})
+		}
+	}
+	return jobs
 }
 
 // submit replays the workload: each job's runner actor starts at the job's

@@ -227,17 +227,7 @@ wait:
 	wall := clk.Wall()
 	jobs := rec.Jobs()
 	if interrupted != "" {
-		for i := range jobs {
-			if jobs[i].Status != "completed" && jobs[i].Status != "failed" {
-				jobs[i].Status, jobs[i].Reason = "failed", interrupted
-			}
-		}
-		for _, j := range plan.Jobs {
-			if !hasJob(jobs, j.ID) {
-				jobs = append(jobs, results.Job{ID: j.ID, App: j.App, Size: j.Size, Request: j.Request, Submit: -1,
-					Placement: -1, Start: -1, End: -1, Status: "failed", Reason: interrupted + " (never submitted)"})
-			}
-		}
+		jobs = launch.FailUnfinished(jobs, plan, interrupted)
 	}
 	if err := rec.Flush(); err != nil {
 		return nil, err
@@ -396,15 +386,6 @@ func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *epochC
 		}
 		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: spec})
 	}
-}
-
-func hasJob(jobs []results.Job, id string) bool {
-	for _, j := range jobs {
-		if j.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 func fmtDur(d time.Duration) string {
