@@ -46,10 +46,11 @@ func NewScaled(factor float64) *Scaled {
 
 // Restart makes scenario and wall time start again from zero now, for every
 // holder of the clock (a run restarts it when its workload begins).
-func (c *Scaled) Restart() {
-	now := time.Now()
-	c.start.Store(&now)
-}
+func (c *Scaled) Restart() { c.RestartAt(time.Now()) }
+
+// RestartAt makes t scenario time 0. Hosts of one run that read the same
+// kernel wall clock and are told the same t share one time line.
+func (c *Scaled) RestartAt(t time.Time) { c.start.Store(&t) }
 
 // Now implements Clock.
 func (c *Scaled) Now() time.Duration {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/membership"
 	"github.com/koala-emu/koala-emu/scenarios"
@@ -442,9 +443,9 @@ func TestAddresses(t *testing.T) {
 }
 
 func TestEpochClock(t *testing.T) {
-	c := newEpochClock(20)
+	c := clock.NewScaled(20)
 	epoch := time.Now().Add(-10 * time.Second)
-	c.SetEpoch(epoch)
+	c.RestartAt(epoch)
 	if now := c.Now(); now < 200*time.Second || now > 210*time.Second {
 		t.Errorf("10 s after the epoch at factor 20: scenario %v", now)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/policy/placement"
 	"github.com/koala-emu/koala-emu/actors/runner"
 	"github.com/koala-emu/koala-emu/actors/scheduler"
+	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/membership"
@@ -65,7 +66,7 @@ type host struct {
 	grid   *Grid
 	system *actor.ActorSystem
 	rem    *remote.Remote
-	clk    *epochClock
+	clk    *clock.Scaled
 	env    actors.Env
 	sh     *shaper
 	probe  launch.ProbeEndpoint
@@ -141,7 +142,7 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
 	}
 	cleanup = append(cleanup, func() error { h.rem.Shutdown(false); return nil })
-	h.clk = newEpochClock(h.grid.Factor())
+	h.clk = clock.NewScaled(h.grid.Factor())
 	h.env = actors.Env{System: h.system, Clock: h.clk, Recorder: actor.NewPID(h.grid.Launcher, actorRecorder)}
 
 	meta := map[string]string{}
@@ -574,7 +575,7 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(ack)
 	case *msg.GridEpoch:
-		h.clk.SetEpoch(time.Unix(0, x.UnixNano))
+		h.clk.RestartAt(time.Unix(0, x.UnixNano))
 		ctx.Respond(&msg.GridAck{Host: h.cfg.Name})
 	case *msg.SpawnRunner:
 		c.spawnRunner(ctx, x)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/membership"
 	"github.com/koala-emu/koala-emu/netem"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 		return l.Close()
 	})
 
-	clk := newEpochClock(g.Factor())
+	clk := clock.NewScaled(g.Factor())
 	rec := results.NewRecorder(events, len(plan.Jobs), launch.Nominal)
 	if cfg.OnEvent != nil {
 		rec.OnEvent(cfg.OnEvent)
@@ -195,7 +196,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	if err := l.setEpoch(ctx, epoch); err != nil {
 		return nil, err
 	}
-	clk.SetEpoch(epoch)
+	clk.RestartAt(epoch)
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go l.submit(runCtx, plan, clk)
@@ -359,7 +360,7 @@ func pairFor(nodes []membership.Member) (membership.Member, membership.Member) {
 
 // submit replays the workload: at each job's submission time the job's
 // runner site spawns its runner.
-func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *epochClock) {
+func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *clock.Scaled) {
 	sites := map[string]membership.Member{}
 	for _, m := range l.hostsByRole(membership.RoleRunner) {
 		sites[m.Cluster] = m
