@@ -256,35 +256,7 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	defer stopRun()
 	go submit(runCtx, plan, env, schedPID, clusterPIDs, stats)
 
-	deadline := plan.Duration + opts.Drain
-	tick := time.NewTicker(opts.ProgressEvery)
-	defer tick.Stop()
-	interrupted := ""
-wait:
-	for {
-		select {
-		case <-rec.Done():
-			break wait
-		case <-ctx.Done():
-			interrupted = "interrupted"
-			break wait
-		case <-tick.C:
-			p := rec.Progress()
-			fmt.Fprintf(progress, "scenario %s / %s (wall %s): %d/%d submitted, %d queued, %d running, %d completed, %d failed\n",
-				fmtDur(clk.Now()), fmtDur(plan.Duration), clk.Wall().Round(time.Second), p.Submitted, len(plan.Jobs),
-				p.Queued, p.Running, p.Completed, p.Failed)
-			if clk.Now() > deadline {
-				interrupted = ReasonDeadline
-				break wait
-			}
-		}
-	}
-	stopRun()
-	wall := clk.Wall()
-	jobs := rec.Jobs()
-	if interrupted != "" {
-		jobs = FailUnfinished(jobs, plan, interrupted)
-	}
+	jobs, wall, interrupted := AwaitJobs(ctx, rec, clk, plan, opts.Drain, opts.ProgressEvery, progress, stopRun)
 	if err := rec.Flush(); err != nil {
 		return nil, err
 	}
@@ -321,6 +293,45 @@ wait:
 		return res, fmt.Errorf("malleability invariants violated: %v %v", m.Violations, m.Details)
 	}
 	return res, nil
+}
+
+// AwaitJobs waits until every job of plan has ended, ctx ends, or scenario
+// time passes the plan's duration plus drain, printing progress every
+// period; it then calls stop (which ends the submissions) and returns the
+// recorded jobs (unfinished ones failed with the reason, see
+// FailUnfinished), the wall time of the run and the reason it was cut short
+// ("" when every job ended).
+func AwaitJobs(ctx context.Context, rec *results.Recorder, clk clock.Clock, plan *scenarios.Plan, drain, every time.Duration,
+	progress io.Writer, stop func()) (jobs []results.Job, wall time.Duration, interrupted string) {
+	deadline := plan.Duration + drain
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-rec.Done():
+			break wait
+		case <-ctx.Done():
+			interrupted = "interrupted"
+			break wait
+		case <-tick.C:
+			p := rec.Progress()
+			fmt.Fprintf(progress, "scenario %s / %s (wall %s): %d/%d submitted, %d queued, %d running, %d completed, %d failed\n",
+				fmtDur(clk.Now()), fmtDur(plan.Duration), clk.Wall().Round(time.Second), p.Submitted, len(plan.Jobs),
+				p.Queued, p.Running, p.Completed, p.Failed)
+			if clk.Now() > deadline {
+				interrupted = ReasonDeadline
+				break wait
+			}
+		}
+	}
+	stop()
+	wall = clk.Wall()
+	jobs = rec.Jobs()
+	if interrupted != "" {
+		jobs = FailUnfinished(jobs, plan, interrupted)
+	}
+	return jobs, wall, interrupted
 }
 
 // FailUnfinished reports every job of plan that did not end as failed with

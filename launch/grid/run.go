@@ -201,35 +201,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	defer stopRun()
 	go l.submit(runCtx, plan, clk)
 
-	deadline := plan.Duration + opts.Drain
-	tick := time.NewTicker(opts.ProgressEvery)
-	defer tick.Stop()
-	interrupted := ""
-wait:
-	for {
-		select {
-		case <-rec.Done():
-			break wait
-		case <-ctx.Done():
-			interrupted = "interrupted"
-			break wait
-		case <-tick.C:
-			p := rec.Progress()
-			fmt.Fprintf(progress, "scenario %s / %s (wall %s): %d/%d submitted, %d queued, %d running, %d completed, %d failed\n",
-				fmtDur(clk.Now()), fmtDur(plan.Duration), clk.Wall().Round(time.Second), p.Submitted, len(plan.Jobs),
-				p.Queued, p.Running, p.Completed, p.Failed)
-			if clk.Now() > deadline {
-				interrupted = launch.ReasonDeadline
-				break wait
-			}
-		}
-	}
-	stopRun()
-	wall := clk.Wall()
-	jobs := rec.Jobs()
-	if interrupted != "" {
-		jobs = launch.FailUnfinished(jobs, plan, interrupted)
-	}
+	jobs, wall, interrupted := launch.AwaitJobs(ctx, rec, clk, plan, opts.Drain, opts.ProgressEvery, progress, stopRun)
 	if err := rec.Flush(); err != nil {
 		return nil, err
 	}
@@ -387,12 +359,4 @@ func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *clock.
 		}
 		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: spec})
 	}
-}
-
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	h := d / time.Hour
-	m := (d % time.Hour) / time.Minute
-	s := (d % time.Minute) / time.Second
-	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
 }
