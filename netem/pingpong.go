@@ -429,39 +429,55 @@ func CalibrateInproc(ctx context.Context, m Matrix, opts CalibrateOptions) ([]Ca
 			if m.Links[i][j].Unavailable {
 				continue
 			}
-			var row CalibrationRow
-			for a := 1; a <= opts.Attempts; a++ {
-				r, err := calibratePair(ctx, m, src, dst, opts)
-				if err != nil {
-					return rows, fmt.Errorf("netem: calibrate %s-%s: %w", src, dst, err)
-				}
-				r.Attempts = a
-				if a == 1 || better(r, row) {
-					row = r
-				}
-				if rowGood(row) {
-					break
-				}
+			row, err := BestOf(opts.Attempts, func(int) (CalibrationRow, error) {
+				return calibratePair(ctx, m, src, dst, opts)
+			})
+			if err != nil {
+				return rows, fmt.Errorf("netem: calibrate %s-%s: %w", src, dst, err)
 			}
-			row.Attempts = max(row.Attempts, 1)
 			rows = append(rows, row)
 		}
 	}
 	return rows, nil
 }
 
-// rowGood: the pair passed (or is at the floor) with precise releases.
-func rowGood(r CalibrationRow) bool {
+// RowGood reports whether a pair passed (or is at the floor) with precise
+// releases and no drops: the test a calibration attempt must meet.
+func RowGood(r CalibrationRow) bool {
 	return r.Verdict != VerdictFail && r.Drops == 0 && r.Lateness.P99 <= MaxReleaseLateness
 }
 
 // better reports whether attempt a beats b: good beats not good, then the
 // smaller combined error.
 func better(a, b CalibrationRow) bool {
-	if ga, gb := rowGood(a), rowGood(b); ga != gb {
+	if ga, gb := RowGood(a), RowGood(b); ga != gb {
 		return ga
 	}
 	return math.Abs(a.BwErr)+math.Abs(a.LatErr) < math.Abs(b.BwErr)+math.Abs(b.LatErr)
+}
+
+// BestOf measures a pair up to attempts times (at least once), stopping at
+// the first good attempt (RowGood), and returns the best one with Attempts
+// set to the number of measurements made. measure gets the attempt number
+// from 1.
+func BestOf(attempts int, measure func(try int) (CalibrationRow, error)) (CalibrationRow, error) {
+	var row CalibrationRow
+	made := 0
+	for try := 1; try <= max(attempts, 1); try++ {
+		r, err := measure(try)
+		if err != nil {
+			return CalibrationRow{}, err
+		}
+		made = try
+		if try == 1 || better(r, row) {
+			row = r
+		}
+		if RowGood(row) {
+			break
+		}
+	}
+	row.Attempts = made
+	return row, nil
 }
 
 func calibratePair(ctx context.Context, m Matrix, src, dst string, opts CalibrateOptions) (CalibrationRow, error) {

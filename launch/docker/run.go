@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,6 +88,14 @@ type ContainerSpec struct {
 	// Containers are never privileged.
 	NetAdmin bool
 	TUN      bool
+	// WakeLatency passes /dev/cpu_dma_latency (where the host has it), so
+	// that the container's delay lines can ask the kernel for zero CPU
+	// wake-up latency while they run (ptimer.HoldWakeLatency; the request
+	// acts on the whole machine, as it does on the netns backend).
+	WakeLatency bool
+	// Sysctls are namespaced kernel settings of the container (its network
+	// namespace's, such as net.ipv4.tcp_congestion_control).
+	Sysctls map[string]string
 	// Realtime, when positive, lets the container's threads use SCHED_FIFO:
 	// CAP_SYS_NICE, plus this budget per RealtimePeriod for its cgroup
 	// where real-time budgets are per cgroup (call EnsureRealtimeBudget
@@ -474,6 +484,9 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 		HostConfigModifier: func(h *container.HostConfig) {
 			h.NetworkMode = container.NetworkMode(r.Network)
 			h.Privileged = false
+			if len(spec.Sysctls) > 0 {
+				h.Sysctls = maps.Clone(spec.Sysctls)
+			}
 			if spec.NetAdmin {
 				h.CapAdd = append(h.CapAdd, "NET_ADMIN")
 			}
@@ -483,6 +496,10 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 					h.CPURealtimePeriod = RealtimePeriod.Microseconds()
 					h.CPURealtimeRuntime = spec.Realtime.Microseconds()
 				}
+			}
+			if spec.WakeLatency && hostHas(wakeLatencyDev) {
+				h.Devices = append(h.Devices, container.DeviceMapping{
+					PathOnHost: wakeLatencyDev, PathInContainer: wakeLatencyDev, CgroupPermissions: "rw"})
 			}
 			if spec.TUN {
 				h.Devices = append(h.Devices, container.DeviceMapping{
@@ -715,4 +732,12 @@ func removeNetwork(ctx context.Context, cli client.APIClient, id, name string) e
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// wakeLatencyDev is the kernel's CPU wake-up latency (PM QoS) request device.
+const wakeLatencyDev = "/dev/cpu_dma_latency"
+
+func hostHas(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

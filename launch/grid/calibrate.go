@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
@@ -123,19 +122,13 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 				continue
 			}
 			ha, hb := byName[NodeName(src, 0)], byName[NodeName(dst, 1)]
-			var row netem.CalibrationRow
-			for at := 1; at <= opts.Attempts; at++ {
+			row, err := netem.BestOf(opts.Attempts, func(int) (netem.CalibrationRow, error) {
 				r, err := l.calibratePair(ctx, ha, hb, target, info, opts.PingPong)
-				if err != nil {
-					return rows, netem.CalibrationSummary{}, info, fmt.Errorf("grid: calibrate %s-%s: %w", src, dst, err)
-				}
-				r.Src, r.Dst, r.Attempts = src, dst, at
-				if at == 1 || better(r, row) {
-					row = r
-				}
-				if rowGood(row) {
-					break
-				}
+				r.Src, r.Dst = src, dst
+				return r, err
+			})
+			if err != nil {
+				return rows, netem.CalibrationSummary{}, info, fmt.Errorf("grid: calibrate %s-%s: %w", src, dst, err)
 			}
 			fmt.Fprintf(logw, "%s-%s: %.1f MB/s %v -> %s (%d tries)\n", src, dst, row.Measured.Bandwidth/1e6, row.Measured.Latency, row.Verdict, row.Attempts)
 			rows = append(rows, row)
@@ -190,18 +183,4 @@ func (l *launcher) calibratePair(ctx context.Context, a, b membership.Member, ta
 	v, bwErr, latErr := netem.Verdict(target, res, info.Floor)
 	return netem.CalibrationRow{Target: target, Measured: res, BwErr: bwErr, LatErr: latErr, Mechanism: info.Mechanism,
 		Verdict: v, Segments: released, Drops: drops, Lateness: late, Baseline: info.Floor}, nil
-}
-
-// rowGood: the pair passed (or is at the floor) with precise releases.
-func rowGood(r netem.CalibrationRow) bool {
-	return r.Verdict != netem.VerdictFail && r.Drops == 0 && r.Lateness.P99 <= netem.MaxReleaseLateness
-}
-
-// better reports whether attempt a beats b: good beats not good, then the
-// smaller combined error.
-func better(a, b netem.CalibrationRow) bool {
-	if ga, gb := rowGood(a), rowGood(b); ga != gb {
-		return ga
-	}
-	return math.Abs(a.BwErr)+math.Abs(a.LatErr) < math.Abs(b.BwErr)+math.Abs(b.LatErr)
 }

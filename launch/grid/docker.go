@@ -18,6 +18,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/netem/netns"
 )
 
 // Label carrying a runner site's name (runner sites live in the control
@@ -313,10 +314,13 @@ func (p *DockerPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) e
 			Name: h.Name, Role: h.Role, Cluster: h.Cluster, IP: ip, Env: env,
 			Args:  []string{"node", "--role", h.Role, "--name", h.Name, "--cluster", h.Cluster, "--ip", ip.String()},
 			Ready: docker.Readiness{None: true},
+			// The same TCP on every emulated host as on the netns backend.
+			Sysctls: map[string]string{"net.ipv4.tcp_congestion_control": netns.CongestionControl},
 		}
 		switch h.Role {
 		case membership.RoleNode, membership.RoleCluster:
 			spec.NetAdmin = true // each shapes its own egress
+			spec.WakeLatency = true
 			spec.Realtime, spec.RealtimeBudget = rt, rtBudget
 		case membership.RoleRunner:
 			spec.Cluster = "" // control subnet

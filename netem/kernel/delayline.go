@@ -53,6 +53,7 @@ type DelayLine struct {
 	verdictCost ptimer.Histogram // duration of the verdict system call
 	received    atomic.Int64
 	released    atomic.Int64
+	early       atomic.Int64 // released ahead of the deadline, within Coalesce
 	bytes       atomic.Int64
 	sendErrs    atomic.Int64
 	lateWakes   atomic.Int64 // timed wake-ups that came after this line's deadline
@@ -104,7 +105,8 @@ type DelayLineConfig struct {
 	// Spin is how long before a deadline the thread stops sleeping and
 	// spins. 0 adapts it: the margin follows the p99.5 of the thread's
 	// recent wake-up overshoots plus SpinGuard, between MinSpin and
-	// MaxSpin, starting at DefaultSpin. Positive fixes it; negative never
+	// MaxSpin, starting at DefaultSpin, per class of sleep length
+	// (ptimer.Margin). Positive fixes it; negative never
 	// spins.
 	Spin time.Duration
 	// Realtime runs the thread with SCHED_FIFO priority 1 (root only; falls
@@ -113,6 +115,16 @@ type DelayLineConfig struct {
 	Realtime bool
 	Queues   []DelayQueue
 }
+
+// Coalesce is how far ahead of its deadline a packet may leave with a batch
+// that is due, as the kernel's fq qdisc does with its timer_slack (10 µs by
+// default). A verdict runs the released packets' kernel path inline (p99
+// 35-57 µs measured here), and the packets of an HTB burst arrive
+// microseconds apart: released one verdict each, the later ones of a burst
+// waited for the earlier verdicts. Measured on the Delft calibration: with
+// no coalescing the 2.5 MB/s pair had p99 release lateness 54-107 µs, with
+// 10 µs 54-61 µs, with 20 µs 39-49 µs in three runs out of three.
+const Coalesce = 20 * time.Microsecond
 
 // DefaultSpin covers the kernel's wake-up overshoot of a sleeping thread
 // with 1 ns timer slack on the machines measured (p99 20-80 µs, p50 under
@@ -133,10 +145,9 @@ const (
 	MinSpin   = 10 * time.Microsecond
 	MaxSpin   = 300 * time.Microsecond
 	SpinGuard = 10 * time.Microsecond
-	// overshootWindow wake-ups are kept to estimate the overshoot's tail;
-	// the margin is recomputed every adaptEvery wake-ups.
-	overshootWindow = 256
-	adaptEvery      = 32
+	// The margin of a class of sleep length (ptimer.MarginClasses) is
+	// recomputed every adaptEvery wake-ups of that class.
+	adaptEvery = 32
 	// maxSpinRun bounds an uninterrupted run of spinning (deadlines back
 	// to back): a realtime thread must not hold a core for long. Past it
 	// the thread sleeps to the next deadline without a margin, and that
@@ -258,7 +269,7 @@ func (d *DelayLine) CPUTime() time.Duration {
 // Held returns the number of packets the line holds now.
 func (d *DelayLine) Held() int64 { return d.received.Load() - d.released.Load() }
 
-// Spin returns the current spin margin.
+// Spin returns the spin margin in effect for the latest sleep.
 func (d *DelayLine) Spin() time.Duration { return time.Duration(d.th.spin.Load()) }
 
 // drain takes every waiting packet in and gives it its deadline (thread
@@ -299,12 +310,16 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket 
 // (thread only).
 func (d *DelayLine) release(now int64, clock func() int64) {
 	for _, q := range d.qs {
-		i := q.head
-		for i < len(q.fifo) && q.fifo[i].at <= now {
-			i++
-		}
-		if i == q.head {
+		if q.head == len(q.fifo) || q.fifo[q.head].at > now {
 			continue
+		}
+		// The batch also takes the packets due within Coalesce: a verdict
+		// runs the released packets' kernel path inline (tens of µs), and
+		// a packet due a few µs after the batch's would otherwise wait for
+		// all of it.
+		i := q.head
+		for i < len(q.fifo) && q.fifo[i].at <= now+int64(Coalesce) {
+			i++
 		}
 		// Lateness is taken when the verdict is issued: what the verdict
 		// then costs is the packet's own trip through the kernel (qdisc,
@@ -318,7 +333,10 @@ func (d *DelayLine) release(now int64, clock func() int64) {
 		d.verdictCost.Record(time.Duration(clock() - issued))
 		var b int64
 		for _, h := range q.fifo[q.head:i] {
-			d.lateness.Record(time.Duration(issued - h.at))
+			if h.at > issued {
+				d.early.Add(1)
+			}
+			d.lateness.Record(time.Duration(max(issued-h.at, 0)))
 			b += int64(h.bytes)
 		}
 		d.released.Add(int64(i - q.head))
@@ -349,8 +367,11 @@ type LineStats struct {
 	Drops int64
 	// SendErrors are verdicts that could not be sent.
 	SendErrors int64
-	// Lateness is verdict issued minus deadline, per packet.
+	// Lateness is verdict issued minus deadline, per packet (0 for a
+	// packet that left early with a batch); Early counts those packets
+	// (at most Coalesce early).
 	Lateness ptimer.Stats
+	Early    int64
 	// Spin is the current spin margin; SpinTime the total time spent
 	// spinning; CPU the thread's CPU time (spinning and verdicts included).
 	// All three belong to the thread, which the process's delay lines
@@ -376,6 +397,7 @@ func (d *DelayLine) Stats() (LineStats, error) {
 		Drops:         drops,
 		SendErrors:    d.sendErrs.Load(),
 		Lateness:      d.lateness.Stats(),
+		Early:         d.early.Load(),
 		Spin:          d.Spin(),
 		SpinTime:      time.Duration(d.th.spinNs.Load()),
 		CPU:           d.CPUTime(),

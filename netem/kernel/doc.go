@@ -35,7 +35,8 @@
 // timeout, 1 ns timer slack, spinning the last stretch before a deadline):
 // on small virtual machines every hand-off between threads costs tens of
 // microseconds. The spin margin adapts to the p99.5 of the thread's recent
-// wake-up overshoots (plus SpinGuard, between MinSpin and MaxSpin); an
+// wake-up overshoots (plus SpinGuard, between MinSpin and MaxSpin), per
+// class of sleep length (ptimer.Margin: longer sleeps wake later); an
 // idle line sleeps without a timeout and uses no CPU. The thread runs with
 // SCHED_FIFO by default when allowed (see HTB.NoRealtime), and while it
 // exists GOMAXPROCS has a spare P (ptimer.ReserveP), so that it finds a P

@@ -42,12 +42,12 @@ type lineThread struct {
 
 	lines []*DelayLine // thread only
 
-	// Spin margin: adaptive unless a line fixes it (see DelayLineConfig.Spin).
+	// Spin margin: adaptive per class of sleep length (margins) unless a
+	// line fixes it (see DelayLineConfig.Spin); spin is the margin in
+	// effect for the latest sleep.
 	spin    atomic.Int64
-	adapt   bool                   // thread only
-	over    [overshootWindow]int64 // recent wake-up overshoots (thread only)
-	overN   int
-	adapted int
+	adapt   bool           // thread only
+	margins *ptimer.Margin // thread only
 
 	spinNs   atomic.Int64 // total time spent spinning
 	wakeOver ptimer.Histogram
@@ -59,6 +59,7 @@ type lineThread struct {
 
 	done      chan struct{}
 	unreserve func()
+	unhold    func()
 }
 
 type lineReq struct {
@@ -90,6 +91,7 @@ func (t *lineThread) detach(_ context.Context, d *DelayLine) error {
 	<-t.done
 	liveThreads.Add(-1)
 	t.unreserve()
+	t.unhold()
 	if err := unix.Close(t.ctlFd); err != nil {
 		return fmt.Errorf("delay line: %w", err)
 	}
@@ -97,7 +99,9 @@ func (t *lineThread) detach(_ context.Context, d *DelayLine) error {
 }
 
 func startLineThread() (*lineThread, error) {
-	t := &lineThread{done: make(chan struct{}), adapt: true}
+	t := &lineThread{done: make(chan struct{}), adapt: true, margins: ptimer.NewMargin(ptimer.MarginRule{
+		Min: MinSpin, Max: MaxSpin, Offset: SpinGuard, Initial: DefaultSpin, Every: adaptEvery,
+	})}
 	t.spin.Store(int64(DefaultSpin))
 	var err error
 	if t.base, t.monoOff, err = monoBase(); err != nil {
@@ -107,6 +111,7 @@ func startLineThread() (*lineThread, error) {
 		return nil, fmt.Errorf("delay line: eventfd: %w", err)
 	}
 	t.unreserve = ptimer.ReserveP()
+	t.unhold = ptimer.HoldWakeLatency()
 	started := make(chan struct{})
 	liveThreads.Add(1)
 	go t.run(started)
@@ -232,7 +237,8 @@ func (t *lineThread) run(started chan<- struct{}) {
 		}
 	}
 	zero := unix.Timespec{}
-	var spinSince int64 // start of the current run of spinning, 0: none
+	var spinSince int64   // start of the current run of spinning, 0: none
+	sleptFor := int64(-1) // the deadline the last timed sleep was for
 	for {
 		if t.hasReq.Load() {
 			if t.applyRequests() {
@@ -243,7 +249,6 @@ func (t *lineThread) run(started chan<- struct{}) {
 		for _, d := range t.lines {
 			d.release(t.now(), t.now)
 		}
-		t.adaptSpin()
 		// Read the clock after the verdicts: they run the released
 		// packets' kernel path and can take tens of µs, which a timeout
 		// computed from an earlier reading would add to the next sleep.
@@ -260,7 +265,13 @@ func (t *lineThread) run(started chan<- struct{}) {
 		var ts *unix.Timespec
 		var tmo int64
 		if next >= 0 {
-			wait := next - now - t.spin.Load()
+			// After a timed sleep for this deadline the thread spins the
+			// rest: the margin of the (now short) remaining wait belongs to
+			// another class of sleep length and would put it back to sleep.
+			wait := int64(0)
+			if next != sleptFor {
+				wait = next - now - t.marginFor(next-now)
+			}
 			if wait <= 0 && spinSince == 0 {
 				spinSince = now
 			}
@@ -301,13 +312,16 @@ func (t *lineThread) run(started chan<- struct{}) {
 			continue
 		}
 		if err == nil && n == 0 && ts != nil {
+			sleptFor = next
 			t2 := t.now()
 			over := t2 - now - tmo
 			t.wakeOver.Record(time.Duration(over))
 			if t2 > next {
 				nextLine.lateWakes.Add(1)
 			}
-			t.observeWake(over)
+			if t.adapt {
+				t.margins.Observe(next-now, over)
+			}
 		}
 		if n > 0 {
 			take()
@@ -315,30 +329,15 @@ func (t *lineThread) run(started chan<- struct{}) {
 	}
 }
 
-// observeWake records how late a timed sleep ended.
-func (t *lineThread) observeWake(over int64) {
+// marginFor is the spin margin before a deadline sleep ns away: the
+// adaptive one of its class of sleep length, or the fixed one.
+func (t *lineThread) marginFor(sleep int64) int64 {
 	if !t.adapt {
-		return
+		return t.spin.Load()
 	}
-	t.over[t.overN%overshootWindow] = max(over, 0)
-	t.overN++
-}
-
-// adaptSpin sets the spin margin, every adaptEvery wake-ups, to the p99.5
-// of the recent overshoots plus SpinGuard. It runs after the releases
-// that were due, off the path of a deadline.
-func (t *lineThread) adaptSpin() {
-	if !t.adapt || t.overN == t.adapted || t.overN%adaptEvery != 0 || t.overN < overshootWindow/4 {
-		return
-	}
-	t.adapted = t.overN
-	n := min(t.overN, overshootWindow)
-	var buf [overshootWindow]int64
-	w := buf[:n]
-	copy(w, t.over[:n])
-	slices.Sort(w)
-	q := w[min(n-1, n*995/1000)]
-	t.spin.Store(min(max(q+int64(SpinGuard), int64(MinSpin)), int64(MaxSpin)))
+	m := t.margins.For(sleep)
+	t.spin.Store(m)
+	return m
 }
 
 // cpuTime is the thread's CPU time so far.

@@ -188,43 +188,32 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 				continue
 			}
 			a, b := topo.HostsOf(src)[0], topo.HostsOf(dst)[1]
-			var row netem.CalibrationRow
-			made := 0
-			for try := 1; try <= attempts; try++ {
-				made = try
+			row, err := netem.BestOf(attempts, func(try int) (netem.CalibrationRow, error) {
 				r, err := measurePair(ctx, topo, insts, a, b, src, dst, target, info.Floor, mech.Name(), opts.PingPong)
 				if err != nil {
-					return rows, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate %s-%s: %w", src, dst, err)
+					return r, err
 				}
-				r.Attempts = try
 				logf("%s-%s attempt %d: %.1f MB/s %v, p99 lateness %v -> %s", src, dst, try, r.Measured.Bandwidth/1e6, r.Measured.Latency, r.Lateness.P99, r.Verdict)
-				if !good(r) {
+				if !netem.RowGood(r) {
 					// Where the lateness came from, per end of the pair.
 					for _, h := range []*Host{a, b} {
 						if k, ok := insts[h].(*kernel.Installed); ok {
 							st, _ := k.LineStats()
-							logf("  %s: %d releases, lateness p99 %v max %v; timed wake-ups late p50 %v p99 %v, %d after a deadline; verdict p99 %v; spin margin %v",
-								h.Name, st.Lateness.Count, st.Lateness.P99, st.Lateness.Max, st.WakeOvershoot.P50, st.WakeOvershoot.P99,
+							logf("  %s: %d releases (%d early, within %v), lateness p99 %v max %v; timed wake-ups late p50 %v p99 %v, %d after a deadline; verdict p99 %v; spin margin %v",
+								h.Name, st.Lateness.Count, st.Early, kernel.Coalesce, st.Lateness.P99, st.Lateness.Max, st.WakeOvershoot.P50, st.WakeOvershoot.P99,
 								st.LateWakes, st.VerdictCost.P99, st.Spin)
 						}
 					}
 				}
-				if try == 1 || (good(r) && !good(row)) {
-					row = r
-				}
-				if good(row) {
-					break
-				}
+				return r, nil
+			})
+			if err != nil {
+				return rows, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate %s-%s: %w", src, dst, err)
 			}
-			row.Attempts = made
 			rows = append(rows, row)
 		}
 	}
 	return rows, netem.SummarizeCalibration(rows), info, nil
-}
-
-func good(r netem.CalibrationRow) bool {
-	return r.Verdict != netem.VerdictFail && r.Lateness.P99 <= netem.MaxReleaseLateness && r.Drops == 0
 }
 
 // measurePair measures one pair over installed mechanisms: a ping-pong

@@ -29,6 +29,14 @@ const RunDir = "/run/netns"
 // HostIface is the name of a host's interface inside its namespace.
 const HostIface = "eth0"
 
+// CongestionControl is the TCP congestion control of every emulated host
+// (its namespace's default), fixed rather than inherited from the machine.
+// Reno is the one every namespace may choose. The host default here is BBR,
+// whose pacing leaves gaps in which an HTB class refills its burst, once per
+// round trip: measured here, a 1 MB ping-pong over a 46.2 MB/s, 1.6 ms link
+// came out 5.5 % fast under BBR and 1.7 % fast under Reno.
+const CongestionControl = "reno"
+
 // HostSpec names one emulated node and its cluster.
 type HostSpec struct {
 	Name    string
@@ -239,7 +247,10 @@ func (t *Topology) configureHost(h *Host) error {
 	}
 	defer hh.Close()
 	if err := t.runIn(h.ns, func() error {
-		return writeSysctlIfExists("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1")
+		if err := writeSysctlIfExists("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"); err != nil {
+			return err
+		}
+		return writeSysctlIfExists("/proc/sys/net/ipv4/tcp_congestion_control", CongestionControl)
 	}); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,14 +15,14 @@ type Options struct {
 	// MinSpin and MaxSpin bound the adaptive spin margin: the thread sleeps
 	// until deadline-margin and spins the rest. Defaults 2 µs and 250 µs.
 	MinSpin, MaxSpin time.Duration
-	// Slack is the release lateness the margin may accept at the 99.5th
-	// percentile of wake-ups to spin less (default 5 µs). The margin is
-	// max(p90 overshoot + 2 µs, p99.5 overshoot - Slack), clamped to
-	// [MinSpin, MaxSpin]. (With p99 - 20 µs, measured here, a few wake-ups
-	// in a hundred ended after the deadline, and the 99th percentile of
-	// release lateness of a calibration pair, counted per segment, went
-	// past 50 µs.)
-	Slack time.Duration
+	// Guard is how far beyond the 99.5th percentile of recent wake-up
+	// overshoots the margin reaches (default 10 µs). The margin is
+	// max(p90 overshoot + 2 µs, p99.5 overshoot + Guard), clamped to
+	// [MinSpin, MaxSpin], per class of sleep length (see Margin). (With
+	// p99.5 - 5 µs, measured here, 4 ms sleeps of a slow link woke after
+	// their deadline often enough to put the 99th percentile of its
+	// release lateness at 50-60 µs.)
+	Guard time.Duration
 	// Realtime asks for SCHED_FIFO priority 1 on the timer thread (needs
 	// CAP_SYS_NICE; silently stays SCHED_OTHER without it, see Realtime()).
 	Realtime bool
@@ -39,8 +38,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxSpin < o.MinSpin {
 		o.MaxSpin = o.MinSpin
 	}
-	if o.Slack <= 0 {
-		o.Slack = 5 * time.Microsecond
+	if o.Guard <= 0 {
+		o.Guard = 10 * time.Microsecond
 	}
 	return o
 }
@@ -60,7 +59,6 @@ const (
 )
 
 const (
-	ringSize    = 256
 	adaptEvery  = 64
 	initialSpin = 50 * time.Microsecond
 )
@@ -148,16 +146,14 @@ type Line struct {
 	lat      Histogram // release lateness of callbacks
 	cbTime   Histogram // how long callbacks run
 	wake     Histogram // overshoot of the kernel sleep itself
-	margin   atomic.Int64
+	margin   *Margin   // per class of sleep length (thread-only but Last)
 	realtime atomic.Bool
 	spinNs   atomic.Int64 // total time spent spinning
-
-	ring  [ringSize]int64 // thread-only
-	ringN int
 
 	isDefault bool
 	closeOnce sync.Once
 	unreserve func() // gives back the spare P (ReserveP)
+	unhold    func() // gives back the wake-up latency request (HoldWakeLatency)
 }
 
 // New starts a line with default options.
@@ -167,8 +163,10 @@ func New() *Line { return NewWithOptions(Options{}) }
 func NewWithOptions(o Options) *Line {
 	l := &Line{opts: o.withDefaults(), done: make(chan struct{})}
 	l.w, l.base, l.mode = newWaiter()
-	l.margin.Store(int64(min(max(initialSpin, l.opts.MinSpin), l.opts.MaxSpin)))
+	l.margin = NewMargin(MarginRule{Min: l.opts.MinSpin, Max: l.opts.MaxSpin, Offset: l.opts.Guard,
+		Initial: initialSpin, Every: adaptEvery})
 	l.unreserve = ReserveP()
+	l.unhold = HoldWakeLatency()
 	started := make(chan struct{})
 	go l.run(started)
 	<-started
@@ -220,8 +218,16 @@ func (l *Line) Mode() string { return l.mode }
 // Realtime reports whether the timer thread runs with SCHED_FIFO.
 func (l *Line) Realtime() bool { return l.realtime.Load() }
 
-// Spin returns the current spin margin.
-func (l *Line) Spin() time.Duration { return time.Duration(l.margin.Load()) }
+// Spin returns the spin margin in effect for the latest sleep (the margin
+// adapts per class of sleep length, see Margin).
+func (l *Line) Spin() time.Duration { return l.margin.Last() }
+
+// Margins returns the spin margin of every class of sleep length (see
+// MarginClasses), shortest sleeps first.
+func (l *Line) Margins() []time.Duration {
+	m := l.margin.Margins()
+	return m[:]
+}
 
 // SpinTime returns the total time the thread has spent spinning.
 func (l *Line) SpinTime() time.Duration { return time.Duration(l.spinNs.Load()) }
@@ -371,6 +377,7 @@ func (l *Line) Close() {
 		l.w.kick()
 		<-l.done
 		l.unreserve()
+		l.unhold()
 		l.w.close()
 		l.drain()
 		for _, e := range l.h {
@@ -425,6 +432,7 @@ func (l *Line) run(started chan<- struct{}) {
 		close(l.done)
 	}()
 
+	sleptFor := int64(-1) // the deadline the last timed sleep was for
 	for !l.stop.Load() {
 		l.state.Store(stateRunning)
 		l.drain()
@@ -452,8 +460,10 @@ func (l *Line) run(started chan<- struct{}) {
 			continue
 		}
 		next := e.at
-		margin := l.margin.Load()
-		if next-now <= margin {
+		// After a timed sleep for this deadline the thread spins the rest:
+		// the margin of the (now short) remaining wait belongs to another
+		// class of sleep length and would put it back to sleep.
+		if next == sleptFor || next-now <= l.margin.For(next-now) {
 			l.armed.Store(next)
 			l.state.Store(stateSpinning)
 			t := now
@@ -463,41 +473,17 @@ func (l *Line) run(started chan<- struct{}) {
 			l.spinNs.Add(t - now)
 			continue
 		}
-		wakeAt := next - margin
+		wakeAt := next - int64(l.margin.Last())
 		l.armed.Store(next)
 		l.state.Store(stateSleeping)
 		if l.inbox.Load() != nil || l.stop.Load() {
 			continue
 		}
 		if l.w.wait(wakeAt) {
-			l.observeWake(l.now() - wakeAt)
+			sleptFor = next
+			over := max(l.now()-wakeAt, 0)
+			l.wake.Record(time.Duration(over))
+			l.margin.Observe(next-now, over)
 		}
 	}
-}
-
-// observeWake records one wake-up overshoot and adapts the spin margin.
-func (l *Line) observeWake(over int64) {
-	if over < 0 {
-		over = 0
-	}
-	l.wake.Record(time.Duration(over))
-	l.ring[l.ringN%ringSize] = over
-	l.ringN++
-	if l.ringN%adaptEvery != 0 {
-		return
-	}
-	n := min(l.ringN, ringSize)
-	s := make([]int64, n)
-	copy(s, l.ring[:n])
-	slices.Sort(s)
-	q90 := s[(n*90)/100]
-	q995 := s[min(n-1, (n*995)/1000)]
-	l.margin.Store(spinMargin(q90, q995, l.opts))
-}
-
-// spinMargin is the adaptive rule: enough spin to absorb 90% of wake-up
-// overshoots fully, and to keep the 99.5th percentile within Slack.
-func spinMargin(q90, q995 int64, o Options) int64 {
-	m := max(q90+int64(2*time.Microsecond), q995-int64(o.Slack))
-	return min(max(m, int64(o.MinSpin)), int64(o.MaxSpin))
 }

@@ -202,24 +202,6 @@ func TestDefaultIsSharedAndNotClosable(t *testing.T) {
 	}
 }
 
-func TestSpinMargin(t *testing.T) {
-	o := Options{}.withDefaults()
-	us := int64(time.Microsecond)
-	cases := []struct {
-		q90, q995, want int64
-	}{
-		{0, 0, 2 * us},                 // idle machine: minimum spin
-		{5 * us, 10 * us, 7 * us},      // p90 + 2 µs
-		{5 * us, 65 * us, 60 * us},     // p99.5 - slack dominates
-		{100 * us, 400 * us, 250 * us}, // clamped to MaxSpin
-	}
-	for _, c := range cases {
-		if got := spinMargin(c.q90, c.q995, o); got != c.want {
-			t.Errorf("spinMargin(%d, %d) = %d, want %d", c.q90, c.q995, got, c.want)
-		}
-	}
-}
-
 func TestCancelledEntryDoesNotRun(t *testing.T) {
 	l := New()
 	defer l.Close()
