@@ -167,7 +167,7 @@ func TestDockerSmoke(t *testing.T) {
 		if e.Mechanism != kernel.NameHTB && e.Mechanism != kernel.NameNetem {
 			t.Errorf("link %s-%s shaped by %q (%s), want a kernel mechanism", e.Src, e.Dst, e.Mechanism, e.Reason)
 		}
-		if !strings.Contains(e.Reason, "node containers of "+e.Src) {
+		if !strings.Contains(e.Reason, "nodes of "+e.Src) {
 			t.Errorf("link %s-%s: reason %q does not say who shapes it", e.Src, e.Dst, e.Reason)
 		}
 	}

@@ -264,7 +264,7 @@ func TestRunInProcess(t *testing.T) {
 		t.Errorf("manifest has %d entries, want 4 (2x2 pairs)", got)
 	}
 	for _, e := range res.Manifest.Entries {
-		if e.Mechanism != "userspace" || !strings.Contains(e.Reason, "node containers of "+e.Src) {
+		if e.Mechanism != "userspace" || !strings.Contains(e.Reason, "nodes of "+e.Src) {
 			t.Errorf("manifest %s-%s: mechanism %q reason %q", e.Src, e.Dst, e.Mechanism, e.Reason)
 		}
 	}

@@ -264,8 +264,8 @@ func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout tim
 			nStarted = len(hosts)
 		}
 		if final || time.Since(lastShown) >= 3*time.Second {
-			fmt.Fprintf(l.progress, "grid: %d/%d containers started, %d/%d joined the membership (%.1f s)\n",
-				nStarted, len(hosts), min(joined, len(hosts)), len(hosts), time.Since(l.began).Seconds())
+			fmt.Fprintf(l.progress, "grid: %d/%d %s started, %d/%d joined the membership (%.1f s)\n",
+				nStarted, len(hosts), hostUnit(backendOf(l.plat)), min(joined, len(hosts)), len(hosts), time.Since(l.began).Seconds())
 			lastShown = time.Now()
 		}
 	}

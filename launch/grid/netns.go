@@ -77,6 +77,9 @@ type NetnsOptions struct {
 	Command func(args []string) *exec.Cmd
 	// Log receives the hosts' output; nil discards it.
 	Log io.Writer
+	// NoHostTuning leaves the kernel's ARP table limits alone (see
+	// EnsureNeighbourRoom): Start then fails when they are too small.
+	NoHostTuning bool
 }
 
 // NetnsPlatform runs every actor host as a `koala-emu node` process in its
@@ -229,6 +232,13 @@ func (p *NetnsPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) er
 	p.mu.Unlock()
 	if topo == nil {
 		return errors.New("netns backend: Start before Setup")
+	}
+	logw := p.opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	if err := EnsureNeighbourRoom("netns", len(hosts)+1, !p.opts.NoHostTuning, logw); err != nil {
+		return err
 	}
 	enc, err := g.Encode()
 	if err != nil {

@@ -108,14 +108,15 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 		hp.planHosts(hosts)
 	}
 	backend := backendOf(plat)
-	fmt.Fprintf(progress, backend+": %d clusters, %d node containers, %d cluster managers, scheduler, information service, %d runner sites: %d containers\n",
-		len(g.Clusters), plan.TotalNodes(), len(g.Clusters), len(g.Sites), len(hosts))
+	unit := hostUnit(backend)
+	fmt.Fprintf(progress, backend+": %d clusters, %d nodes, %d cluster managers, scheduler, information service, %d runner sites: %d %s\n",
+		len(g.Clusters), plan.TotalNodes(), len(g.Clusters), len(g.Sites), len(hosts), unit)
 	l, err := newLauncher(ctx, plat, g, progress)
 	if err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() error {
-		fmt.Fprintf(progress, backend+": removing %d containers and the network\n", len(hosts))
+		fmt.Fprintf(progress, backend+": removing %d %s and the network\n", len(hosts), unit)
 		return l.Close()
 	})
 
@@ -134,7 +135,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, backend+": all %d containers up and in the membership after %.1f s\n", len(hosts), times.Joined.Seconds())
+	fmt.Fprintf(progress, backend+": all %d %s up and in the membership after %.1f s\n", len(hosts), unit, times.Joined.Seconds())
 
 	// Shaping: select in one node container, measure the floor (and the
 	// delay line's overhead) between two of them, install everywhere.
@@ -359,4 +360,12 @@ func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *clock.
 		}
 		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: spec})
 	}
+}
+
+// hostUnit names what a host is on a backend, for progress lines.
+func hostUnit(backend string) string {
+	if backend == "netns" {
+		return "host processes"
+	}
+	return "containers"
 }

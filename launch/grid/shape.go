@@ -214,7 +214,7 @@ func (info *ShapeInfo) Manifest(m netem.Matrix, dilation float64, nodes []member
 				differ++
 			}
 		}
-		note := fmt.Sprintf("%d node containers of %s shape it in their own egress", len(names), src)
+		note := fmt.Sprintf("%d nodes of %s shape it in their own egress", len(names), src)
 		if differ > 0 {
 			note += fmt.Sprintf("; %d of them report a different effective link", differ)
 		}
