@@ -164,7 +164,7 @@ func NewWithOptions(o Options) *Line {
 	l := &Line{opts: o.withDefaults(), done: make(chan struct{})}
 	l.w, l.base, l.mode = newWaiter()
 	l.margin = NewMargin(MarginRule{Min: l.opts.MinSpin, Max: l.opts.MaxSpin, Offset: l.opts.Guard,
-		Initial: initialSpin, Every: adaptEvery})
+		Initial: initialSpin, Every: adaptEvery, Early: true})
 	l.unreserve = ReserveP()
 	l.unhold = HoldWakeLatency()
 	started := make(chan struct{})

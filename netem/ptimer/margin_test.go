@@ -9,7 +9,7 @@ const us = int64(time.Microsecond)
 
 func lineRule() MarginRule {
 	o := Options{}.withDefaults()
-	return MarginRule{Min: o.MinSpin, Max: o.MaxSpin, Offset: o.Guard, Initial: initialSpin, Every: 32}
+	return MarginRule{Min: o.MinSpin, Max: o.MaxSpin, Offset: o.Guard, Initial: initialSpin, Every: 32, Early: true}
 }
 
 // feed observes n wake-ups of sleeps of length sleep with overshoots over(i).
@@ -72,5 +72,36 @@ func TestMarginClassesAdaptApart(t *testing.T) {
 	feed(m2, short, 256, func(int) int64 { return 120 * us })
 	if got := m2.For(int64(500 * time.Microsecond)); got != 130*us {
 		t.Fatalf("unadapted middle class: %v, want the short class's 130µs", time.Duration(got))
+	}
+}
+
+func TestMarginEarlyEstimate(t *testing.T) {
+	m := NewMargin(lineRule())
+	long := int64(3 * time.Millisecond)
+	feed(m, long, earlyAfter-1, func(int) int64 { return 100 * us })
+	if got := m.For(long); got != int64(initialSpin) {
+		t.Fatalf("after %d wake-ups: %v, want the initial %v", earlyAfter-1, time.Duration(got), initialSpin)
+	}
+	feed(m, long, 1, func(int) int64 { return 100 * us })
+	if got := m.For(long); got != 110*us {
+		t.Fatalf("after %d wake-ups of 100µs: %v, want their maximum + guard, 110µs", earlyAfter, time.Duration(got))
+	}
+	// The early estimate never drops below what the class had: small
+	// overshoots keep the initial margin until the window's quarter.
+	m2 := NewMargin(lineRule())
+	feed(m2, long, 32, func(int) int64 { return 1 * us })
+	if got := m2.For(long); got != int64(initialSpin) {
+		t.Fatalf("early estimate lowered the margin to %v", time.Duration(got))
+	}
+}
+
+func TestMarginNoEarlyEstimate(t *testing.T) {
+	r := lineRule()
+	r.Early = false
+	m := NewMargin(r)
+	long := int64(3 * time.Millisecond)
+	feed(m, long, marginWindow/4-1, func(int) int64 { return 100 * us })
+	if got := m.For(long); got != int64(initialSpin) {
+		t.Fatalf("without Early, %d wake-ups moved the margin to %v", marginWindow/4-1, time.Duration(got))
 	}
 }
