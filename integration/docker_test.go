@@ -122,6 +122,55 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// calibrate --backend docker: two node containers per cluster, every pair
+// of das3-coalloc measured through the kernel shaping. It comes first in
+// this file (go test runs a package's tests in order): after a run of
+// hundreds of containers the kernel goes on tearing down their network
+// namespaces for a while, and the machine is busy.
+func TestDockerCalibrate(t *testing.T) {
+	p := plan(t, "das3-coalloc", nil)
+	id := runID(t)
+	var log syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rows, sum, info, err := grid.Calibrate(ctx, p.Links, netem.Auto,
+		grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}, Dilation: p.Dilation, Log: &log})
+	assertNothingLeft(t, id)
+	if err != nil {
+		t.Fatalf("calibrate: %v\n%s", err, log.String())
+	}
+	var table strings.Builder
+	netem.PrintCalibration(&table, rows, sum)
+	t.Logf("mechanism %s (%s)\n%s", info.Mechanism, info.Reason, table.String())
+	if info.Mechanism != kernel.NameHTB && info.Mechanism != kernel.NameNetem {
+		t.Errorf("auto picked %q in the containers, want a kernel mechanism: %s", info.Mechanism, info.Reason)
+	}
+	if want := 10; len(rows) != want {
+		t.Errorf("%d pairs measured, want %d", len(rows), want)
+	}
+	// Every link is judged as the command judges it, at the scenario's
+	// dilation (as a run shapes it): bandwidth within 5 % and latency within
+	// max(10 %, 20 µs) of the target on every pair, and no dropped byte.
+	// The delay lines' p99 release lateness (the command's 50 µs gate) is a
+	// timing figure of the machine at the moment rather than of the code: it
+	// is logged here and reported from measured runs.
+	for _, r := range rows {
+		if math.Abs(r.BwErr) > netem.BandwidthTolerance {
+			t.Errorf("%s-%s: bandwidth %+.1f %% off its target", r.Src, r.Dst, 100*r.BwErr)
+		}
+		if r.Verdict != netem.VerdictPass && r.Verdict != netem.VerdictFloor {
+			t.Errorf("%s-%s: %s: bandwidth %+.1f %%, latency %+.1f %%", r.Src, r.Dst, r.Verdict, 100*r.BwErr, 100*r.LatErr)
+		}
+		if r.Drops != 0 {
+			t.Errorf("%s-%s: %d drops", r.Src, r.Dst, r.Drops)
+		}
+		t.Logf("%s-%s: p99 release lateness %v", r.Src, r.Dst, r.Lateness.P99)
+	}
+	if sum.Failed {
+		t.Logf("the command's verdict (lateness gate included): %s", sum.Reason)
+	}
+}
+
 // das3-smoke with every actor in its own container: 204 node containers,
 // 4 cluster managers, scheduler, information service, 4 runner sites.
 func TestDockerSmoke(t *testing.T) {
@@ -192,52 +241,6 @@ func TestDockerSmoke(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "214/214 joined the membership") {
 		t.Errorf("startup progress missing:\n%s", tail(progress.String(), 20))
-	}
-}
-
-// calibrate --backend docker: two node containers per cluster, every pair
-// of das3-coalloc measured through the kernel shaping.
-func TestDockerCalibrate(t *testing.T) {
-	p := plan(t, "das3-coalloc", nil)
-	id := runID(t)
-	var log syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	rows, sum, info, err := grid.Calibrate(ctx, p.Links, netem.Auto,
-		grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}, Dilation: p.Dilation, Log: &log})
-	assertNothingLeft(t, id)
-	if err != nil {
-		t.Fatalf("calibrate: %v\n%s", err, log.String())
-	}
-	var table strings.Builder
-	netem.PrintCalibration(&table, rows, sum)
-	t.Logf("mechanism %s (%s)\n%s", info.Mechanism, info.Reason, table.String())
-	if info.Mechanism != kernel.NameHTB && info.Mechanism != kernel.NameNetem {
-		t.Errorf("auto picked %q in the containers, want a kernel mechanism: %s", info.Mechanism, info.Reason)
-	}
-	if want := 10; len(rows) != want {
-		t.Errorf("%d pairs measured, want %d", len(rows), want)
-	}
-	// Every link is judged as the command judges it, at the scenario's
-	// dilation (as a run shapes it): bandwidth within 5 % and latency within
-	// max(10 %, 20 µs) of the target on every pair, and no dropped byte.
-	// The delay lines' p99 release lateness (the command's 50 µs gate) is a
-	// timing figure of the machine at the moment rather than of the code: it
-	// is logged here and reported from measured runs.
-	for _, r := range rows {
-		if math.Abs(r.BwErr) > netem.BandwidthTolerance {
-			t.Errorf("%s-%s: bandwidth %+.1f %% off its target", r.Src, r.Dst, 100*r.BwErr)
-		}
-		if r.Verdict != netem.VerdictPass && r.Verdict != netem.VerdictFloor {
-			t.Errorf("%s-%s: %s: bandwidth %+.1f %%, latency %+.1f %%", r.Src, r.Dst, r.Verdict, 100*r.BwErr, 100*r.LatErr)
-		}
-		if r.Drops != 0 {
-			t.Errorf("%s-%s: %d drops", r.Src, r.Dst, r.Drops)
-		}
-		t.Logf("%s-%s: p99 release lateness %v", r.Src, r.Dst, r.Lateness.P99)
-	}
-	if sum.Failed {
-		t.Logf("the command's verdict (lateness gate included): %s", sum.Reason)
 	}
 }
 

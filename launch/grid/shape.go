@@ -101,7 +101,7 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 			return info, fmt.Errorf("grid: shaping: %w", err)
 		}
 	}
-	base, err := l.pingPong(ctx, a, b, pp)
+	base, err := l.quietest(ctx, a, b, pp)
 	if err != nil {
 		return info, fmt.Errorf("grid: floor: %w", err)
 	}
@@ -119,7 +119,7 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 				return 0, err
 			}
 		}
-		res, err := l.pingPong(ctx, a, b, pp)
+		res, err := l.quietest(ctx, a, b, pp)
 		if err != nil {
 			return 0, err
 		}
@@ -138,6 +138,30 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 		}
 	}
 	return info, nil
+}
+
+// modelRounds ping-pongs measure each figure of the model; the quietest
+// (lowest latency) is kept.
+const modelRounds = 3
+
+// quietest runs modelRounds ping-pongs from a to b and keeps the one with
+// the lowest latency. The floor and the delay line's overheads are what the
+// path costs by itself; a machine busy for a moment (the kernel tearing
+// down the namespaces of the hundreds of containers of a run that just
+// ended, measured here) inflated a single measurement of the floor from
+// about 15 µs to 41 µs, and the model then cut every delay by the excess.
+func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp netem.PingPongOptions) (netem.PingPongResult, error) {
+	var best netem.PingPongResult
+	for i := range modelRounds {
+		r, err := l.pingPong(ctx, a, b, pp)
+		if err != nil {
+			return netem.PingPongResult{}, err
+		}
+		if i == 0 || r.Latency < best.Latency {
+			best = r
+		}
+	}
+	return best, nil
 }
 
 // shapeAll installs the mechanism of info with its model on every host of
