@@ -57,9 +57,8 @@ type lineThread struct {
 	base    time.Time
 	monoOff int64 // CLOCK_MONOTONIC ns = monoOff + time.Since(base)
 
-	done      chan struct{}
-	unreserve func()
-	unhold    func()
+	done    chan struct{}
+	release func() // ptimer.ThreadResources
 }
 
 type lineReq struct {
@@ -90,8 +89,7 @@ func (t *lineThread) detach(_ context.Context, d *DelayLine) error {
 	t.request(lineReq{}) // stop
 	<-t.done
 	liveThreads.Add(-1)
-	t.unreserve()
-	t.unhold()
+	t.release()
 	if err := unix.Close(t.ctlFd); err != nil {
 		return fmt.Errorf("delay line: %w", err)
 	}
@@ -110,8 +108,7 @@ func startLineThread() (*lineThread, error) {
 	if t.ctlFd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("delay line: eventfd: %w", err)
 	}
-	t.unreserve = ptimer.ReserveP()
-	t.unhold = ptimer.HoldWakeLatency()
+	t.release = ptimer.ThreadResources()
 	started := make(chan struct{})
 	liveThreads.Add(1)
 	go t.run(started)

@@ -152,8 +152,7 @@ type Line struct {
 
 	isDefault bool
 	closeOnce sync.Once
-	unreserve func() // gives back the spare P (ReserveP)
-	unhold    func() // gives back the wake-up latency request (HoldWakeLatency)
+	release   func() // gives back the thread's resources (ThreadResources)
 }
 
 // New starts a line with default options.
@@ -165,8 +164,7 @@ func NewWithOptions(o Options) *Line {
 	l.w, l.base, l.mode = newWaiter()
 	l.margin = NewMargin(MarginRule{Min: l.opts.MinSpin, Max: l.opts.MaxSpin, Offset: l.opts.Guard,
 		Initial: initialSpin, Every: adaptEvery, Early: true})
-	l.unreserve = ReserveP()
-	l.unhold = HoldWakeLatency()
+	l.release = ThreadResources()
 	started := make(chan struct{})
 	go l.run(started)
 	<-started
@@ -221,13 +219,6 @@ func (l *Line) Realtime() bool { return l.realtime.Load() }
 // Spin returns the spin margin in effect for the latest sleep (the margin
 // adapts per class of sleep length, see Margin).
 func (l *Line) Spin() time.Duration { return l.margin.Last() }
-
-// Margins returns the spin margin of every class of sleep length (see
-// MarginClasses), shortest sleeps first.
-func (l *Line) Margins() []time.Duration {
-	m := l.margin.Margins()
-	return m[:]
-}
 
 // SpinTime returns the total time the thread has spent spinning.
 func (l *Line) SpinTime() time.Duration { return time.Duration(l.spinNs.Load()) }
@@ -376,8 +367,7 @@ func (l *Line) Close() {
 		l.stop.Store(true)
 		l.w.kick()
 		<-l.done
-		l.unreserve()
-		l.unhold()
+		l.release()
 		l.w.close()
 		l.drain()
 		for _, e := range l.h {
@@ -463,7 +453,13 @@ func (l *Line) run(started chan<- struct{}) {
 		// After a timed sleep for this deadline the thread spins the rest:
 		// the margin of the (now short) remaining wait belongs to another
 		// class of sleep length and would put it back to sleep.
-		if next == sleptFor || next-now <= l.margin.For(next-now) {
+		spin := next == sleptFor
+		var margin int64
+		if !spin {
+			margin = l.margin.For(next - now)
+			spin = next-now <= margin
+		}
+		if spin {
 			l.armed.Store(next)
 			l.state.Store(stateSpinning)
 			t := now
@@ -473,7 +469,7 @@ func (l *Line) run(started chan<- struct{}) {
 			l.spinNs.Add(t - now)
 			continue
 		}
-		wakeAt := next - int64(l.margin.Last())
+		wakeAt := next - margin
 		l.armed.Store(next)
 		l.state.Store(stateSleeping)
 		if l.inbox.Load() != nil || l.stop.Load() {

@@ -56,7 +56,7 @@ const (
 
 // Margin is an adaptive spin margin per class of sleep length (see
 // MarginClasses). It belongs to one thread: For and Observe must not be
-// called concurrently; Last and Margins may be read from anywhere.
+// called concurrently; Last may be read from anywhere.
 type Margin struct {
 	rule    MarginRule
 	classes [nMarginClasses]marginClass
@@ -67,7 +67,7 @@ type marginClass struct {
 	ring    [marginWindow]int64
 	n       int
 	adapted bool
-	margin  atomic.Int64
+	margin  int64
 }
 
 // NewMargin starts every class at rule.Initial.
@@ -81,7 +81,7 @@ func NewMargin(rule MarginRule) *Margin {
 	m := &Margin{rule: rule}
 	init := int64(min(max(rule.Initial, rule.Min), rule.Max))
 	for i := range m.classes {
-		m.classes[i].margin.Store(init)
+		m.classes[i].margin = init
 	}
 	m.last.Store(init)
 	return m
@@ -101,11 +101,11 @@ func classOf(sleep int64) int {
 // the shorter classes that have, since overshoots grow with the length.
 func (m *Margin) For(sleep int64) int64 {
 	c := classOf(sleep)
-	out := m.classes[c].margin.Load()
+	out := m.classes[c].margin
 	if !m.classes[c].adapted {
 		for i := range c {
 			if m.classes[i].adapted {
-				out = max(out, m.classes[i].margin.Load())
+				out = max(out, m.classes[i].margin)
 			}
 		}
 	}
@@ -123,8 +123,8 @@ func (m *Margin) Observe(sleep, over int64) {
 	c.n++
 	if c.n < marginWindow/4 {
 		if m.rule.Early && c.n >= earlyAfter {
-			v := max(slices.Max(c.ring[:c.n])+int64(m.rule.Offset), c.margin.Load())
-			c.margin.Store(min(max(v, int64(m.rule.Min)), int64(m.rule.Max)))
+			v := max(slices.Max(c.ring[:c.n])+int64(m.rule.Offset), c.margin)
+			c.margin = min(max(v, int64(m.rule.Min)), int64(m.rule.Max))
 			c.adapted = true
 		}
 		return
@@ -140,19 +140,9 @@ func (m *Margin) Observe(sleep, over int64) {
 	q90 := w[n*90/100]
 	q995 := w[min(n-1, n*995/1000)]
 	v := max(q90+int64(2*time.Microsecond), q995+int64(m.rule.Offset))
-	c.margin.Store(min(max(v, int64(m.rule.Min)), int64(m.rule.Max)))
+	c.margin = min(max(v, int64(m.rule.Min)), int64(m.rule.Max))
 	c.adapted = true
 }
 
 // Last is the margin For returned last.
 func (m *Margin) Last() time.Duration { return time.Duration(m.last.Load()) }
-
-// Margins returns the current margin of every class, shortest sleeps
-// first (diagnostic).
-func (m *Margin) Margins() [nMarginClasses]time.Duration {
-	var out [nMarginClasses]time.Duration
-	for i := range m.classes {
-		out[i] = time.Duration(m.classes[i].margin.Load())
-	}
-	return out
-}

@@ -56,3 +56,14 @@ func WakeLatencyHeld() bool {
 	defer qos.mu.Unlock()
 	return qos.held
 }
+
+// ThreadResources takes what a precision timer thread needs while it lives,
+// a spare P (ReserveP) and the wake-up latency request (HoldWakeLatency),
+// and returns the function that gives both back.
+func ThreadResources() (release func()) {
+	unreserve, unhold := ReserveP(), HoldWakeLatency()
+	return func() {
+		unreserve()
+		unhold()
+	}
+}
