@@ -209,3 +209,20 @@ func TestPingPongContextAndErrors(t *testing.T) {
 		t.Fatalf("bad header: read %v, want EOF", err)
 	}
 }
+
+func TestQuietest(t *testing.T) {
+	lat := []time.Duration{41 * time.Microsecond, 15 * time.Microsecond, 18 * time.Microsecond}
+	i := 0
+	r, err := Quietest(3, func() (PingPongResult, error) {
+		l := lat[i]
+		i++
+		return PingPongResult{Latency: l, Bandwidth: float64(i)}, nil
+	})
+	if err != nil || i != 3 || r.Latency != 15*time.Microsecond || r.Bandwidth != 2 {
+		t.Fatalf("Quietest = %+v, %v after %d measurements; want the second (15µs) of 3", r, err, i)
+	}
+	boom := errors.New("boom")
+	if _, err := Quietest(3, func() (PingPongResult, error) { return PingPongResult{}, boom }); !errors.Is(err, boom) {
+		t.Fatalf("error %v, want the measurement's", err)
+	}
+}

@@ -141,27 +141,11 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 }
 
 // modelRounds ping-pongs measure each figure of the model; the quietest
-// (lowest latency) is kept.
+// is kept (netem.Quietest).
 const modelRounds = 3
 
-// quietest runs modelRounds ping-pongs from a to b and keeps the one with
-// the lowest latency. The floor and the delay line's overheads are what the
-// path costs by itself; a machine busy for a moment (the kernel tearing
-// down the namespaces of the hundreds of containers of a run that just
-// ended, measured here) inflated a single measurement of the floor from
-// about 15 µs to 41 µs, and the model then cut every delay by the excess.
 func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp netem.PingPongOptions) (netem.PingPongResult, error) {
-	var best netem.PingPongResult
-	for i := range modelRounds {
-		r, err := l.pingPong(ctx, a, b, pp)
-		if err != nil {
-			return netem.PingPongResult{}, err
-		}
-		if i == 0 || r.Latency < best.Latency {
-			best = r
-		}
-	}
-	return best, nil
+	return netem.Quietest(modelRounds, func() (netem.PingPongResult, error) { return l.pingPong(ctx, a, b, pp) })
 }
 
 // shapeAll installs the mechanism of info with its model on every host of

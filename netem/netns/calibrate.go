@@ -125,17 +125,11 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 	if len(m.Clusters) > 1 {
 		other = topo.HostsOf(m.Clusters[1])[1]
 	}
-	// The quietest of three: a machine busy for a moment inflates one
-	// measurement, and every delay would be cut by the excess.
-	var base netem.PingPongResult
-	for i := range 3 {
-		r, err := measure(ctx, topo, first, other, nil, nil, "", "", opts.PingPong)
-		if err != nil {
-			return nil, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate: floor: %w", err)
-		}
-		if i == 0 || r.Latency < base.Latency {
-			base = r
-		}
+	base, err := netem.Quietest(3, func() (netem.PingPongResult, error) {
+		return measure(ctx, topo, first, other, nil, nil, "", "", opts.PingPong)
+	})
+	if err != nil {
+		return nil, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate: floor: %w", err)
 	}
 	info.Floor, info.FloorBandwidth = base.Latency, base.Bandwidth
 	logf("floor: one-way %v, 1 MB ping-pong %.0f MB/s unshaped", base.Latency, base.Bandwidth/1e6)
