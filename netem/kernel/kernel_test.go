@@ -440,6 +440,17 @@ func TestCleanProbeLinks(t *testing.T) {
 	}
 }
 
+// delayBothWays installs htb delay lines of delay on hosts a (alpha) and b
+// (beta) of twoHosts, each towards the other.
+func delayBothWays(t *testing.T, topo *netns.Topology, delay time.Duration) (inA, inB netem.Installed) {
+	t.Helper()
+	a, b := topo.Host("a"), topo.Host("b")
+	mech := kernel.HTB{}
+	inA = install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Latency: delay}}}, topo.Destinations())
+	inB = install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}, topo.Destinations())
+	return inA, inB
+}
+
 // TestLineThreads installs delay lines in two namespaces of one process
 // and checks that each has its thread, that traffic through both is
 // delayed at least as asked, and that the threads are gone once the lines
@@ -449,9 +460,7 @@ func TestLineThreads(t *testing.T) {
 	topo := twoHosts(t)
 	a, b := topo.Host("a"), topo.Host("b")
 	const delay = 300 * time.Microsecond
-	mech := kernel.HTB{}
-	inA := install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Latency: delay}}}, topo.Destinations())
-	inB := install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}, topo.Destinations())
+	inA, inB := delayBothWays(t, topo, delay)
 	if n := kernel.LineThreads() - base; n != 2 {
 		t.Fatalf("with two lines: %d line threads, want 2", n)
 	}
@@ -509,9 +518,7 @@ func TestDelayHeldAtReceiver(t *testing.T) {
 	topo := twoHosts(t)
 	a, b := topo.Host("a"), topo.Host("b")
 	const delay = 5 * time.Millisecond
-	mech := kernel.HTB{}
-	inA := install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": {Latency: delay}}}, topo.Destinations())
-	inB := install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": {Latency: delay}}}, topo.Destinations())
+	inA, inB := delayBothWays(t, topo, delay)
 	ln, err := topo.Listen(t.Context(), b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
 	if err != nil {
 		t.Fatal(err)
