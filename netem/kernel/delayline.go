@@ -24,19 +24,15 @@ import (
 // used: TCP data carried none here, and the clock of those that carry one
 // depends on where the packet came from.)
 //
-// Every delay line of a process is served by one thread (see lineThread):
-// a locked OS thread with 1 ns timer slack that waits in ppoll on all the
-// lines' queue sockets at once, with the earliest deadline of all lines as
+// Each delay line is served by its own thread (see lineThread for why not
+// one thread for all): a locked OS thread with 1 ns timer slack that waits
+// in ppoll on the line's queue socket with the line's earliest deadline as
 // timeout, spins the last stretch before a deadline, and issues the
 // verdicts itself. Receiving, holding and releasing on one thread avoids
 // hand-offs between threads, which cost tens of microseconds each on a
 // virtual machine (measured: releasing through a separate timer thread and
-// a netpoller reader added about 150 µs per packet here); one thread for
-// all lines means one wake-up serves every line due at that time and at
-// most one core spins, where one thread per line had several realtime
-// threads spinning at once on a 2-core machine, starving the processes
-// that generate the traffic. A line without packets costs nothing: the
-// thread sleeps without a timeout when no line holds a packet.
+// a netpoller reader added about 150 µs per packet here). A line without
+// packets costs nothing: its thread sleeps without a timeout.
 //
 // Packets of one queue share one delay, so their deadlines are in arrival
 // order, and one batch verdict ("accept every packet up to id N") releases
