@@ -381,10 +381,6 @@ type LineStats struct {
 	// LateWakes counts wake-ups after the deadline itself.
 	WakeOvershoot ptimer.Stats
 	LateWakes     int64
-	// Yields counts the thread's passes through the Go scheduler and
-	// YieldCost is how long each took (see ptimer.Yielder).
-	Yields    int64
-	YieldCost ptimer.Stats
 }
 
 // Stats returns the counters so far.
@@ -404,8 +400,6 @@ func (d *DelayLine) Stats() (LineStats, error) {
 		VerdictCost:   d.verdictCost.Stats(),
 		WakeOvershoot: d.th.wakeOver.Stats(),
 		LateWakes:     d.lateWakes.Load(),
-		Yields:        d.th.yield.Count(),
-		YieldCost:     d.th.yield.Cost(),
 	}, err
 }
 

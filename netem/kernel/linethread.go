@@ -50,7 +50,6 @@ type lineThread struct {
 	margins *ptimer.Margin // thread only
 
 	spinNs   atomic.Int64 // total time spent spinning
-	yield    *ptimer.Yielder
 	wakeOver ptimer.Histogram
 	tid      atomic.Int64
 	isRT     atomic.Bool
@@ -98,7 +97,7 @@ func (t *lineThread) detach(_ context.Context, d *DelayLine) error {
 }
 
 func startLineThread() (*lineThread, error) {
-	t := &lineThread{done: make(chan struct{}), adapt: true, yield: ptimer.NewYielder(), margins: ptimer.NewMargin(ptimer.MarginRule{
+	t := &lineThread{done: make(chan struct{}), adapt: true, margins: ptimer.NewMargin(ptimer.MarginRule{
 		Min: MinSpin, Max: MaxSpin, Offset: SpinGuard, Initial: DefaultSpin, Every: adaptEvery,
 	})}
 	t.spin.Store(int64(DefaultSpin))
@@ -296,15 +295,6 @@ func (t *lineThread) run(started chan<- struct{}) {
 			tmo = wait
 			tsv := unix.NsecToTimespec(wait)
 			ts = &tsv
-		}
-		// Pass through the Go scheduler now, while the next deadline
-		// leaves room, rather than be preempted later (see ptimer.Yielder).
-		untilNext := int64(-1)
-		if next >= 0 {
-			untilNext = next - now
-		}
-		if t.yield.Maybe(now, untilNext, t.now) {
-			continue
 		}
 		for i := range pfd {
 			pfd[i].Revents = 0

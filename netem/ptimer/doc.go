@@ -23,11 +23,8 @@
 // to the scheduler's 10 ms preemption period). A Line therefore holds a
 // spare P while it exists (ReserveP raises GOMAXPROCS by one, measured here
 // to bring a 400 µs sleep's p99 overshoot with one busy goroutine from
-// 3.5 ms to 31 µs), and it yields to the scheduler itself when the next
-// deadline leaves room, so that the runtime's forced preemption of
-// long-running goroutines does not stop it in the spin before a release
-// (see Yielder); the garbage collector's stop-the-world pauses still hold
-// the thread up. The Default line asks for
+// 3.5 ms to 31 µs); the garbage collector's stop-the-world pauses still
+// hold the thread up. The Default line asks for
 // SCHED_FIFO so that other processes do not; without CAP_SYS_NICE it runs
 // as a normal thread and its tail lateness follows the machine's load.
 // Goroutines woken by SleepUntil resume only when the Go scheduler runs them,

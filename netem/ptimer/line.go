@@ -149,7 +149,6 @@ type Line struct {
 	margin   *Margin   // per class of sleep length (thread-only but Last)
 	realtime atomic.Bool
 	spinNs   atomic.Int64 // total time spent spinning
-	yield    *Yielder     // thread-only but its counters
 
 	isDefault bool
 	closeOnce sync.Once
@@ -161,7 +160,7 @@ func New() *Line { return NewWithOptions(Options{}) }
 
 // NewWithOptions starts a line.
 func NewWithOptions(o Options) *Line {
-	l := &Line{opts: o.withDefaults(), done: make(chan struct{}), yield: NewYielder()}
+	l := &Line{opts: o.withDefaults(), done: make(chan struct{})}
 	l.w, l.base, l.mode = newWaiter()
 	l.margin = NewMargin(MarginRule{Min: l.opts.MinSpin, Max: l.opts.MaxSpin, Offset: l.opts.Guard,
 		Initial: initialSpin, Every: adaptEvery, Early: true})
@@ -442,9 +441,6 @@ func (l *Line) run(started chan<- struct{}) {
 		}
 		e := l.head()
 		if e == nil {
-			if l.yield.Maybe(now, -1, l.now) {
-				continue
-			}
 			l.armed.Store(math.MaxInt64)
 			l.state.Store(stateSleeping)
 			if l.inbox.Load() != nil || l.stop.Load() {
@@ -471,9 +467,6 @@ func (l *Line) run(started chan<- struct{}) {
 				t = l.now()
 			}
 			l.spinNs.Add(t - now)
-			continue
-		}
-		if l.yield.Maybe(now, next-now, l.now) {
 			continue
 		}
 		wakeAt := next - margin
