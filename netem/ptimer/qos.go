@@ -35,18 +35,13 @@ func HoldWakeLatency() (release func()) {
 		qos.rel, qos.held = requestWakeLatency()
 	}
 	qos.n++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			qos.mu.Lock()
-			defer qos.mu.Unlock()
-			qos.n--
-			if qos.n == 0 {
-				qos.rel()
-				qos.rel, qos.held = nil, false
-			}
-		})
-	}
+	return releaseOnce(&qos.mu, func() {
+		qos.n--
+		if qos.n == 0 {
+			qos.rel()
+			qos.rel, qos.held = nil, false
+		}
+	})
 }
 
 // WakeLatencyHeld reports whether a zero wake-up latency request is in

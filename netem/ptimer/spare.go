@@ -39,13 +39,21 @@ func ReserveP() (release func()) {
 	}
 	spare.n++
 	adjustSpare()
+	return releaseOnce(&spare.mu, func() {
+		spare.n--
+		adjustSpare()
+	})
+}
+
+// releaseOnce returns a release function of a counted process-wide hold:
+// the first call runs drop under mu, later calls do nothing.
+func releaseOnce(mu *sync.Mutex, drop func()) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			spare.mu.Lock()
-			defer spare.mu.Unlock()
-			spare.n--
-			adjustSpare()
+			mu.Lock()
+			defer mu.Unlock()
+			drop()
 		})
 	}
 }
