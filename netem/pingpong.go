@@ -441,6 +441,10 @@ func CalibrateInproc(ctx context.Context, m Matrix, opts CalibrateOptions) ([]Ca
 	return rows, nil
 }
 
+// QuietRounds is how many measurements Quietest is given for the figures
+// a shaping model is built on (the floor, a delay line's overhead).
+const QuietRounds = 3
+
 // Quietest runs measure n times (at least once) and keeps the result with
 // the lowest latency. Figures that are what a path costs by itself (the
 // unshaped floor, a delay line's own overhead) are measured this way: a

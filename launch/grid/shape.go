@@ -140,12 +140,10 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 	return info, nil
 }
 
-// modelRounds ping-pongs measure each figure of the model; the quietest
-// is kept (netem.Quietest).
-const modelRounds = 3
-
+// quietest measures each figure of the model netem.QuietRounds times and
+// keeps the quietest (netem.Quietest).
 func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp netem.PingPongOptions) (netem.PingPongResult, error) {
-	return netem.Quietest(modelRounds, func() (netem.PingPongResult, error) { return l.pingPong(ctx, a, b, pp) })
+	return netem.Quietest(netem.QuietRounds, func() (netem.PingPongResult, error) { return l.pingPong(ctx, a, b, pp) })
 }
 
 // shapeAll installs the mechanism of info with its model on every host of

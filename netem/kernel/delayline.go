@@ -253,8 +253,8 @@ func (d *DelayLine) fail(err error) {
 }
 
 // CPUTime returns the CPU time the thread serving the delay line has used
-// so far, including the kernel work done in its verdicts. The thread is
-// shared by the process's delay lines (0 once this line is closed).
+// so far, including the kernel work done in its verdicts (0 once the line
+// is closed).
 func (d *DelayLine) CPUTime() time.Duration {
 	if d.closed.Load() {
 		return 0
@@ -370,8 +370,7 @@ type LineStats struct {
 	Early    int64
 	// Spin is the current spin margin; SpinTime the total time spent
 	// spinning; CPU the thread's CPU time (spinning and verdicts included).
-	// All three belong to the thread, which the process's delay lines
-	// share.
+	// All three belong to the line's thread.
 	Spin, SpinTime, CPU time.Duration
 	// VerdictCost is the duration of the verdict system call, per batch:
 	// the kernel runs the released packet's path (qdisc, veth, bridge, the

@@ -125,7 +125,7 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 	if len(m.Clusters) > 1 {
 		other = topo.HostsOf(m.Clusters[1])[1]
 	}
-	base, err := netem.Quietest(3, func() (netem.PingPongResult, error) {
+	base, err := netem.Quietest(netem.QuietRounds, func() (netem.PingPongResult, error) {
 		return measure(ctx, topo, first, other, nil, nil, "", "", opts.PingPong)
 	})
 	if err != nil {
