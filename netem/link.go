@@ -72,6 +72,20 @@ func (m Matrix) Link(a, b string) (Link, error) {
 	return m.Links[i][j], nil
 }
 
+// MaxLatency is the largest latency of an available link under dilation d
+// (see Link.Dilate; 0: no link).
+func (m Matrix) MaxLatency(d float64) time.Duration {
+	var out time.Duration
+	for _, row := range m.Links {
+		for _, l := range row {
+			if !l.Unavailable {
+				out = max(out, l.Dilate(d).Latency)
+			}
+		}
+	}
+	return out
+}
+
 // EgressPlan is what one emulated node applies to its egress: for every
 // destination cluster, the rate and the one-way delay.
 type EgressPlan struct {

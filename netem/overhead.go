@@ -144,19 +144,36 @@ func DefaultOverheadErr() error {
 // a burst of load from other processes during one pass does not bend the
 // curve.
 func MeasureOverhead(ctx context.Context, line *ptimer.Line, n int) (Overhead, error) {
-	per := make([][]time.Duration, len(OverheadProbeDelays))
 	rounds := max(n/overheadPasses, 10)
-	for range overheadPasses {
-		for i, d := range OverheadProbeDelays {
-			oneWay, err := probeOneWay(ctx, line, d, rounds)
+	return MeasureCurve(OverheadProbeDelays, overheadPasses, func(d time.Duration) (time.Duration, error) {
+		oneWay, err := probeOneWay(ctx, line, d, rounds)
+		if err != nil {
+			return 0, fmt.Errorf("netem: overhead at %v: %w", d, err)
+		}
+		return oneWay - d, nil
+	})
+}
+
+// MeasureCurve builds an Overhead curve from probe, which measures the
+// overhead when the shaper adds delay d. It runs passes passes over all
+// delays (in the order given, which must be increasing) and each point is
+// the median of its passes: load from other processes during one pass
+// does not bend the curve, and a pass that sees the machine busy sees it
+// at every delay alike. Negative overheads count as zero.
+func MeasureCurve(delays []time.Duration, passes int, probe func(d time.Duration) (time.Duration, error)) (Overhead, error) {
+	passes = max(passes, 1)
+	per := make([][]time.Duration, len(delays))
+	for range passes {
+		for i, d := range delays {
+			o, err := probe(d)
 			if err != nil {
-				return nil, fmt.Errorf("netem: overhead at %v: %w", d, err)
+				return nil, err
 			}
-			per[i] = append(per[i], oneWay-d)
+			per[i] = append(per[i], o)
 		}
 	}
-	o := make(Overhead, len(OverheadProbeDelays))
-	for i, d := range OverheadProbeDelays {
+	o := make(Overhead, len(delays))
+	for i, d := range delays {
 		sortDur(per[i])
 		o[i] = OverheadPoint{Delay: d, Overhead: max(median(per[i]), 0)}
 	}

@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -40,5 +41,61 @@ func TestOverheadCurve(t *testing.T) {
 	d := f.DelayFor(45 * us)
 	if got := d + f.At(d); (got-45*us).Abs() > 2 || d > 20*us {
 		t.Errorf("falling curve: DelayFor(45µs) = %v (%v one way)", d, got)
+	}
+}
+
+// TestMeasureCurve: passes run over all delays in turn, each point is the
+// median of its passes (one disturbed pass does not move it), negative
+// overheads count as zero, and a probe's error ends the measurement.
+func TestMeasureCurve(t *testing.T) {
+	us := time.Microsecond
+	delays := []time.Duration{0, 100 * us, 1000 * us}
+	var calls []time.Duration
+	pass := 0
+	o, err := MeasureCurve(delays, 3, func(d time.Duration) (time.Duration, error) {
+		calls = append(calls, d)
+		if d == delays[len(delays)-1] {
+			defer func() { pass++ }()
+		}
+		switch {
+		case pass == 1: // a busy moment: every delay looks slow
+			return d/10 + 500*us, nil
+		case d == 0:
+			return -us, nil
+		}
+		return d/10 + time.Duration(pass)*us, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Overhead{{0, 0}, {100 * us, 12 * us}, {1000 * us, 102 * us}}
+	if len(o) != len(want) {
+		t.Fatalf("curve %v, want %v", o, want)
+	}
+	for i := range want {
+		if o[i] != want[i] {
+			t.Errorf("curve %v, want %v", o, want)
+			break
+		}
+	}
+	if len(calls) != 9 || calls[0] != 0 || calls[2] != 1000*us || calls[3] != 0 {
+		t.Errorf("probe order %v, want the delays in turn, three times", calls)
+	}
+	boom := errors.New("boom")
+	if _, err := MeasureCurve(delays, 3, func(time.Duration) (time.Duration, error) { return 0, boom }); !errors.Is(err, boom) {
+		t.Errorf("error %v, want the probe's", err)
+	}
+}
+
+func TestMatrixMaxLatency(t *testing.T) {
+	m := Matrix{Clusters: []string{"a", "b"}, Links: [][]Link{
+		{{Latency: time.Millisecond}, {Unavailable: true, Latency: time.Second}},
+		{{Unavailable: true, Latency: time.Second}, {Latency: 3 * time.Millisecond}},
+	}}
+	if got := m.MaxLatency(1); got != 3*time.Millisecond {
+		t.Errorf("MaxLatency(1) = %v, want 3ms (unavailable links do not count)", got)
+	}
+	if got := m.MaxLatency(2); got != 6*time.Millisecond {
+		t.Errorf("MaxLatency(2) = %v, want 6ms", got)
 	}
 }

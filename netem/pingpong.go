@@ -30,14 +30,17 @@ const (
 
 // PingPongOptions sets how many round trips MeasurePingPong makes.
 type PingPongOptions struct {
-	LatencyRounds   int // 8-byte round trips (default 200)
+	LatencyRounds   int // 8-byte round trips (default DefaultLatencyRounds)
 	BandwidthRounds int // MsgSize round trips (default 10)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
 }
 
+// DefaultLatencyRounds is PingPongOptions.LatencyRounds when not set.
+const DefaultLatencyRounds = 200
+
 func (o PingPongOptions) withDefaults() PingPongOptions {
 	if o.LatencyRounds <= 0 {
-		o.LatencyRounds = 200
+		o.LatencyRounds = DefaultLatencyRounds
 	}
 	if o.BandwidthRounds <= 0 {
 		o.BandwidthRounds = 10
@@ -472,13 +475,35 @@ func RowGood(r CalibrationRow) bool {
 	return r.Verdict != VerdictFail && r.Drops == 0 && r.Lateness.P99 <= MaxReleaseLateness
 }
 
-// better reports whether attempt a beats b: good beats not good, then the
-// smaller combined error.
+// better reports whether attempt a beats b: good beats not good; of two
+// attempts that are not good, the one that fails fewer of the tests
+// (accuracy, no drops, release lateness), then the smaller p99 release
+// lateness; then the smaller combined error.
 func better(a, b CalibrationRow) bool {
-	if ga, gb := RowGood(a), RowGood(b); ga != gb {
+	ga, gb := RowGood(a), RowGood(b)
+	if ga != gb {
 		return ga
 	}
+	if !ga {
+		if fa, fb := failedTests(a), failedTests(b); fa != fb {
+			return fa < fb
+		}
+		if a.Lateness.P99 != b.Lateness.P99 {
+			return a.Lateness.P99 < b.Lateness.P99
+		}
+	}
 	return math.Abs(a.BwErr)+math.Abs(a.LatErr) < math.Abs(b.BwErr)+math.Abs(b.LatErr)
+}
+
+// failedTests counts the tests of RowGood that r fails.
+func failedTests(r CalibrationRow) int {
+	n := 0
+	for _, failed := range []bool{r.Verdict == VerdictFail, r.Drops != 0, r.Lateness.P99 > MaxReleaseLateness} {
+		if failed {
+			n++
+		}
+	}
+	return n
 }
 
 // BestOf measures a pair up to attempts times (at least once), stopping at

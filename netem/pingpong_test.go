@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
 
 func TestVerdict(t *testing.T) {
@@ -224,5 +226,36 @@ func TestQuietest(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := Quietest(3, func() (PingPongResult, error) { return PingPongResult{}, boom }); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want the measurement's", err)
+	}
+}
+
+// TestBestOf: attempts stop at the first good one; of attempts none of
+// which is good, the kept one fails the fewest tests, then has the lowest
+// p99 release lateness.
+func TestBestOf(t *testing.T) {
+	us := time.Microsecond
+	row := func(v string, late time.Duration, latErr float64) CalibrationRow {
+		return CalibrationRow{Verdict: v, Lateness: ptimer.Stats{P99: late}, LatErr: latErr}
+	}
+	run := func(rows ...CalibrationRow) CalibrationRow {
+		got, err := BestOf(len(rows), func(try int) (CalibrationRow, error) { return rows[try-1], nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// The first fails accuracy and lateness (two tests); 90 µs and 60 µs
+	// fail one test each: the lower lateness is kept, not the smaller error.
+	got := run(row(VerdictFail, 80*us, 0.5), row(VerdictPass, 90*us, 0.001), row(VerdictPass, 60*us, 0.05))
+	if got.Lateness.P99 != 60*us || got.Attempts != 3 {
+		t.Errorf("kept %+v, want the 60µs attempt of 3", got)
+	}
+	got = run(row(VerdictPass, 70*us, 0), row(VerdictPass, 20*us, 0.05), row(VerdictPass, 10*us, 0))
+	if got.Lateness.P99 != 20*us || got.Attempts != 2 {
+		t.Errorf("kept %+v, want the first good attempt (2 of 3)", got)
+	}
+	got = run(row(VerdictFail, 10*us, 0.5), row(VerdictFail, 10*us, 0.2))
+	if got.LatErr != 0.2 {
+		t.Errorf("kept %+v, want the smaller error of two equally failing attempts", got)
 	}
 }

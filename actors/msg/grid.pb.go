@@ -121,10 +121,10 @@ type GridShape struct {
 	// mechanism is a mechanism name (netem, htb, userspace), "auto" (select
 	// by probes) or "none" (remove the shaping).
 	Mechanism string `protobuf:"bytes,1,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
-	// The rate and delay model (see netem/kernel.Model).
-	FloorNs     int64 `protobuf:"varint,2,opt,name=floor_ns,json=floorNs,proto3" json:"floor_ns,omitempty"`
-	OverheadNs  int64 `protobuf:"varint,3,opt,name=overhead_ns,json=overheadNs,proto3" json:"overhead_ns,omitempty"`
-	Overhead0Ns int64 `protobuf:"varint,4,opt,name=overhead0_ns,json=overhead0Ns,proto3" json:"overhead0_ns,omitempty"`
+	// The rate and delay model (see netem/kernel.Model): the floor and the
+	// delay line's overhead curve.
+	FloorNs  int64                `protobuf:"varint,2,opt,name=floor_ns,json=floorNs,proto3" json:"floor_ns,omitempty"`
+	Overhead []*GridOverheadPoint `protobuf:"bytes,9,rep,name=overhead,proto3" json:"overhead,omitempty"`
 	// divert_all sends every delayed destination through the delay line
 	// (measuring the line's own overhead).
 	DivertAll bool `protobuf:"varint,5,opt,name=divert_all,json=divertAll,proto3" json:"divert_all,omitempty"`
@@ -183,18 +183,11 @@ func (x *GridShape) GetFloorNs() int64 {
 	return 0
 }
 
-func (x *GridShape) GetOverheadNs() int64 {
+func (x *GridShape) GetOverhead() []*GridOverheadPoint {
 	if x != nil {
-		return x.OverheadNs
+		return x.Overhead
 	}
-	return 0
-}
-
-func (x *GridShape) GetOverhead0Ns() int64 {
-	if x != nil {
-		return x.Overhead0Ns
-	}
-	return 0
+	return nil
 }
 
 func (x *GridShape) GetDivertAll() bool {
@@ -225,6 +218,60 @@ func (x *GridShape) GetSpinNs() int64 {
 	return 0
 }
 
+// GridOverheadPoint: with delay_ns added, the delay line costs overhead_ns
+// one way by itself (netem.OverheadPoint).
+type GridOverheadPoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DelayNs       int64                  `protobuf:"varint,1,opt,name=delay_ns,json=delayNs,proto3" json:"delay_ns,omitempty"`
+	OverheadNs    int64                  `protobuf:"varint,2,opt,name=overhead_ns,json=overheadNs,proto3" json:"overhead_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GridOverheadPoint) Reset() {
+	*x = GridOverheadPoint{}
+	mi := &file_grid_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GridOverheadPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GridOverheadPoint) ProtoMessage() {}
+
+func (x *GridOverheadPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_grid_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GridOverheadPoint.ProtoReflect.Descriptor instead.
+func (*GridOverheadPoint) Descriptor() ([]byte, []int) {
+	return file_grid_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GridOverheadPoint) GetDelayNs() int64 {
+	if x != nil {
+		return x.DelayNs
+	}
+	return 0
+}
+
+func (x *GridOverheadPoint) GetOverheadNs() int64 {
+	if x != nil {
+		return x.OverheadNs
+	}
+	return 0
+}
+
 // GridShaped: ctl -> launcher.
 type GridShaped struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -239,7 +286,7 @@ type GridShaped struct {
 
 func (x *GridShaped) Reset() {
 	*x = GridShaped{}
-	mi := &file_grid_proto_msgTypes[2]
+	mi := &file_grid_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +298,7 @@ func (x *GridShaped) String() string {
 func (*GridShaped) ProtoMessage() {}
 
 func (x *GridShaped) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[2]
+	mi := &file_grid_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +311,7 @@ func (x *GridShaped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridShaped.ProtoReflect.Descriptor instead.
 func (*GridShaped) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{2}
+	return file_grid_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GridShaped) GetHost() string {
@@ -317,7 +364,7 @@ type GridPingPong struct {
 
 func (x *GridPingPong) Reset() {
 	*x = GridPingPong{}
-	mi := &file_grid_proto_msgTypes[3]
+	mi := &file_grid_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +376,7 @@ func (x *GridPingPong) String() string {
 func (*GridPingPong) ProtoMessage() {}
 
 func (x *GridPingPong) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[3]
+	mi := &file_grid_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +389,7 @@ func (x *GridPingPong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridPingPong.ProtoReflect.Descriptor instead.
 func (*GridPingPong) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{3}
+	return file_grid_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GridPingPong) GetDstCluster() string {
@@ -393,7 +440,7 @@ type GridPingPongResult struct {
 
 func (x *GridPingPongResult) Reset() {
 	*x = GridPingPongResult{}
-	mi := &file_grid_proto_msgTypes[4]
+	mi := &file_grid_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +452,7 @@ func (x *GridPingPongResult) String() string {
 func (*GridPingPongResult) ProtoMessage() {}
 
 func (x *GridPingPongResult) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[4]
+	mi := &file_grid_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +465,7 @@ func (x *GridPingPongResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridPingPongResult.ProtoReflect.Descriptor instead.
 func (*GridPingPongResult) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{4}
+	return file_grid_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GridPingPongResult) GetLatencyNs() int64 {
@@ -467,7 +514,7 @@ type GridLineStats struct {
 
 func (x *GridLineStats) Reset() {
 	*x = GridLineStats{}
-	mi := &file_grid_proto_msgTypes[5]
+	mi := &file_grid_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +526,7 @@ func (x *GridLineStats) String() string {
 func (*GridLineStats) ProtoMessage() {}
 
 func (x *GridLineStats) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[5]
+	mi := &file_grid_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +539,7 @@ func (x *GridLineStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridLineStats.ProtoReflect.Descriptor instead.
 func (*GridLineStats) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{5}
+	return file_grid_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GridLineStats) GetResetLateness() bool {
@@ -517,7 +564,7 @@ type GridLineStatsResult struct {
 
 func (x *GridLineStatsResult) Reset() {
 	*x = GridLineStatsResult{}
-	mi := &file_grid_proto_msgTypes[6]
+	mi := &file_grid_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +576,7 @@ func (x *GridLineStatsResult) String() string {
 func (*GridLineStatsResult) ProtoMessage() {}
 
 func (x *GridLineStatsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[6]
+	mi := &file_grid_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +589,7 @@ func (x *GridLineStatsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridLineStatsResult.ProtoReflect.Descriptor instead.
 func (*GridLineStatsResult) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{6}
+	return file_grid_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GridLineStatsResult) GetReleased() int64 {
@@ -604,7 +651,7 @@ type GridActivate struct {
 
 func (x *GridActivate) Reset() {
 	*x = GridActivate{}
-	mi := &file_grid_proto_msgTypes[7]
+	mi := &file_grid_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +663,7 @@ func (x *GridActivate) String() string {
 func (*GridActivate) ProtoMessage() {}
 
 func (x *GridActivate) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[7]
+	mi := &file_grid_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +676,7 @@ func (x *GridActivate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridActivate.ProtoReflect.Descriptor instead.
 func (*GridActivate) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{7}
+	return file_grid_proto_rawDescGZIP(), []int{8}
 }
 
 // GridEpoch: launcher -> ctl: scenario time 0 is this wall time (Unix
@@ -643,7 +690,7 @@ type GridEpoch struct {
 
 func (x *GridEpoch) Reset() {
 	*x = GridEpoch{}
-	mi := &file_grid_proto_msgTypes[8]
+	mi := &file_grid_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +702,7 @@ func (x *GridEpoch) String() string {
 func (*GridEpoch) ProtoMessage() {}
 
 func (x *GridEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[8]
+	mi := &file_grid_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +715,7 @@ func (x *GridEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridEpoch.ProtoReflect.Descriptor instead.
 func (*GridEpoch) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{8}
+	return file_grid_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GridEpoch) GetUnixNano() int64 {
@@ -688,7 +735,7 @@ type GridAck struct {
 
 func (x *GridAck) Reset() {
 	*x = GridAck{}
-	mi := &file_grid_proto_msgTypes[9]
+	mi := &file_grid_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +747,7 @@ func (x *GridAck) String() string {
 func (*GridAck) ProtoMessage() {}
 
 func (x *GridAck) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[9]
+	mi := &file_grid_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +760,7 @@ func (x *GridAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridAck.ProtoReflect.Descriptor instead.
 func (*GridAck) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{9}
+	return file_grid_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GridAck) GetHost() string {
@@ -741,7 +788,7 @@ type SpawnRunner struct {
 
 func (x *SpawnRunner) Reset() {
 	*x = SpawnRunner{}
-	mi := &file_grid_proto_msgTypes[10]
+	mi := &file_grid_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +800,7 @@ func (x *SpawnRunner) String() string {
 func (*SpawnRunner) ProtoMessage() {}
 
 func (x *SpawnRunner) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[10]
+	mi := &file_grid_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +813,7 @@ func (x *SpawnRunner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpawnRunner.ProtoReflect.Descriptor instead.
 func (*SpawnRunner) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{10}
+	return file_grid_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SpawnRunner) GetJob() *JobSpec {
@@ -788,7 +835,7 @@ type GridStop struct {
 
 func (x *GridStop) Reset() {
 	*x = GridStop{}
-	mi := &file_grid_proto_msgTypes[11]
+	mi := &file_grid_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +847,7 @@ func (x *GridStop) String() string {
 func (*GridStop) ProtoMessage() {}
 
 func (x *GridStop) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[11]
+	mi := &file_grid_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +860,7 @@ func (x *GridStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridStop.ProtoReflect.Descriptor instead.
 func (*GridStop) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{11}
+	return file_grid_proto_rawDescGZIP(), []int{12}
 }
 
 // GridReady: information service host -> launcher: the first probe round
@@ -827,7 +874,7 @@ type GridReady struct {
 
 func (x *GridReady) Reset() {
 	*x = GridReady{}
-	mi := &file_grid_proto_msgTypes[12]
+	mi := &file_grid_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +886,7 @@ func (x *GridReady) String() string {
 func (*GridReady) ProtoMessage() {}
 
 func (x *GridReady) ProtoReflect() protoreflect.Message {
-	mi := &file_grid_proto_msgTypes[12]
+	mi := &file_grid_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +899,7 @@ func (x *GridReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GridReady.ProtoReflect.Descriptor instead.
 func (*GridReady) Descriptor() ([]byte, []int) {
-	return file_grid_proto_rawDescGZIP(), []int{12}
+	return file_grid_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GridReady) GetError() string {
@@ -875,19 +922,21 @@ const file_grid_proto_rawDesc = "" +
 	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
 	"\tjitter_ns\x18\x04 \x01(\x03R\bjitterNs\x12\x12\n" +
 	"\x04loss\x18\x05 \x01(\x01R\x04loss\x12 \n" +
-	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\x88\x02\n" +
+	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xa1\x02\n" +
 	"\tGridShape\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x19\n" +
-	"\bfloor_ns\x18\x02 \x01(\x03R\afloorNs\x12\x1f\n" +
-	"\voverhead_ns\x18\x03 \x01(\x03R\n" +
-	"overheadNs\x12!\n" +
-	"\foverhead0_ns\x18\x04 \x01(\x03R\voverhead0Ns\x12\x1d\n" +
+	"\bfloor_ns\x18\x02 \x01(\x03R\afloorNs\x124\n" +
+	"\boverhead\x18\t \x03(\v2\x18.koala.GridOverheadPointR\boverhead\x12\x1d\n" +
 	"\n" +
 	"divert_all\x18\x05 \x01(\bR\tdivertAll\x12%\n" +
 	"\x05links\x18\x06 \x03(\v2\x0f.koala.GridLinkR\x05links\x12\x1f\n" +
 	"\vselect_only\x18\a \x01(\bR\n" +
 	"selectOnly\x12\x17\n" +
-	"\aspin_ns\x18\b \x01(\x03R\x06spinNs\"\x9b\x01\n" +
+	"\aspin_ns\x18\b \x01(\x03R\x06spinNsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\voverhead_nsR\foverhead0_ns\"O\n" +
+	"\x11GridOverheadPoint\x12\x19\n" +
+	"\bdelay_ns\x18\x01 \x01(\x03R\adelayNs\x12\x1f\n" +
+	"\voverhead_ns\x18\x02 \x01(\x03R\n" +
+	"overheadNs\"\x9b\x01\n" +
 	"\n" +
 	"GridShaped\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x1c\n" +
@@ -946,32 +995,34 @@ func file_grid_proto_rawDescGZIP() []byte {
 	return file_grid_proto_rawDescData
 }
 
-var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_grid_proto_goTypes = []any{
 	(*GridLink)(nil),            // 0: koala.GridLink
 	(*GridShape)(nil),           // 1: koala.GridShape
-	(*GridShaped)(nil),          // 2: koala.GridShaped
-	(*GridPingPong)(nil),        // 3: koala.GridPingPong
-	(*GridPingPongResult)(nil),  // 4: koala.GridPingPongResult
-	(*GridLineStats)(nil),       // 5: koala.GridLineStats
-	(*GridLineStatsResult)(nil), // 6: koala.GridLineStatsResult
-	(*GridActivate)(nil),        // 7: koala.GridActivate
-	(*GridEpoch)(nil),           // 8: koala.GridEpoch
-	(*GridAck)(nil),             // 9: koala.GridAck
-	(*SpawnRunner)(nil),         // 10: koala.SpawnRunner
-	(*GridStop)(nil),            // 11: koala.GridStop
-	(*GridReady)(nil),           // 12: koala.GridReady
-	(*JobSpec)(nil),             // 13: koala.JobSpec
+	(*GridOverheadPoint)(nil),   // 2: koala.GridOverheadPoint
+	(*GridShaped)(nil),          // 3: koala.GridShaped
+	(*GridPingPong)(nil),        // 4: koala.GridPingPong
+	(*GridPingPongResult)(nil),  // 5: koala.GridPingPongResult
+	(*GridLineStats)(nil),       // 6: koala.GridLineStats
+	(*GridLineStatsResult)(nil), // 7: koala.GridLineStatsResult
+	(*GridActivate)(nil),        // 8: koala.GridActivate
+	(*GridEpoch)(nil),           // 9: koala.GridEpoch
+	(*GridAck)(nil),             // 10: koala.GridAck
+	(*SpawnRunner)(nil),         // 11: koala.SpawnRunner
+	(*GridStop)(nil),            // 12: koala.GridStop
+	(*GridReady)(nil),           // 13: koala.GridReady
+	(*JobSpec)(nil),             // 14: koala.JobSpec
 }
 var file_grid_proto_depIdxs = []int32{
-	0,  // 0: koala.GridShape.links:type_name -> koala.GridLink
-	0,  // 1: koala.GridShaped.effective:type_name -> koala.GridLink
-	13, // 2: koala.SpawnRunner.job:type_name -> koala.JobSpec
-	3,  // [3:3] is the sub-list for method output_type
-	3,  // [3:3] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	2,  // 0: koala.GridShape.overhead:type_name -> koala.GridOverheadPoint
+	0,  // 1: koala.GridShape.links:type_name -> koala.GridLink
+	0,  // 2: koala.GridShaped.effective:type_name -> koala.GridLink
+	14, // 3: koala.SpawnRunner.job:type_name -> koala.JobSpec
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_grid_proto_init() }
@@ -986,7 +1037,7 @@ func file_grid_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_grid_proto_rawDesc), len(file_grid_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -21,7 +21,10 @@ func calibrateNetns(ctx context.Context, m netem.Matrix, dilation float64, shape
 	if err != nil {
 		return rows, info.Mechanism, err
 	}
-	fmt.Fprintf(progress, "mechanism %s: %s\nfloor one-way %v, %.0f MB/s; delay line overhead %v (at zero delay %v, %v per 1 MB message)\n",
-		info.Mechanism, info.Reason, info.Floor, info.FloorBandwidth/1e6, info.Overhead, info.Overhead0, info.LineMsgOverhead)
+	fmt.Fprintf(progress, "mechanism %s: %s\nfloor one-way %v, %.0f MB/s", info.Mechanism, info.Reason, info.Floor, info.FloorBandwidth/1e6)
+	if len(info.Overhead) > 0 {
+		fmt.Fprintf(progress, "; delay line overhead at delay:overhead %v, %v per 1 MB message", info.Overhead, info.LineMsgOverhead)
+	}
+	fmt.Fprintln(progress)
 	return rows, info.Mechanism, nil
 }

@@ -101,13 +101,13 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 		byName[n.Name] = n
 	}
 	a, b := pairFor(nodes)
-	if info, err = l.model(ctx, want, 0, a, b, opts.PingPong); err != nil {
+	if info, err = l.model(ctx, want, 0, a, b, opts.PingPong, m.MaxLatency(d)); err != nil {
 		return nil, netem.CalibrationSummary{}, info, err
 	}
 	fmt.Fprintf(logw, "mechanism %s: %s\n", info.Mechanism, info.Reason)
 	fmt.Fprintf(logw, "floor: one-way %v, 1 MB ping-pong %.0f MB/s unshaped\n", info.Floor, info.FloorBandwidth/1e6)
 	if info.Mechanism == "htb" {
-		fmt.Fprintf(logw, "delay line overhead: %v sleeping, %v at zero delay\n", info.Overhead, info.Overhead0)
+		fmt.Fprintf(logw, "delay line overhead (delay:overhead one way): %v\n", info.Overhead)
 	}
 	if err := l.shapeAll(ctx, &info, nodes); err != nil {
 		return nil, netem.CalibrationSummary{}, info, err

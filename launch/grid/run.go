@@ -143,7 +143,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	a, b := pairFor(nodes)
 	// Delay lines never spin in a run: hundreds of them share the machine's
 	// cores with the applications, and spinning ones starve the rest.
-	info, err := l.model(ctx, opts.Shaper, -1, a, b, netem.PingPongOptions{})
+	info, err := l.model(ctx, opts.Shaper, -1, a, b, netem.PingPongOptions{}, plan.Links.MaxLatency(plan.Dilation))
 	if err != nil {
 		return nil, err
 	}

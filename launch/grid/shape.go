@@ -21,9 +21,9 @@ type ShapeInfo struct {
 	// FloorBandwidth their unshaped 1 MB ping-pong bandwidth.
 	Floor          time.Duration
 	FloorBandwidth float64
-	// Overhead and Overhead0 are the delay line's own one-way cost, sleeping
-	// and at zero delay (htb only).
-	Overhead, Overhead0 time.Duration
+	// Overhead is the delay line's own one-way cost as a function of the
+	// delay it adds (htb only; kernel.Model.Overhead).
+	Overhead netem.Overhead
 	// Effective is, per host, the link in effect towards each cluster.
 	Effective map[string]map[string]netem.Link
 	// Hosts is how many hosts shape their egress.
@@ -31,11 +31,6 @@ type ShapeInfo struct {
 	// Spin is the delay lines' spin margin (see MechanismOptions.Spin).
 	Spin time.Duration
 }
-
-// OverheadProbe is the delay at which the delay line's sleeping overhead
-// is measured (the line then sleeps between packets, as it does at DAS-3's
-// inter-cluster latencies).
-const OverheadProbe = 300 * time.Microsecond
 
 // probeAddr is where a host's probe endpoint listens.
 func probeAddr(m membership.Member) (string, error) {
@@ -85,8 +80,10 @@ func (l *launcher) shapeHost(ctx context.Context, m membership.Member, req *msg.
 }
 
 // model selects the mechanism (probes run in host a) and measures the floor
-// between hosts a and b and, for htb, the delay line's own overhead.
-func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a, b membership.Member, pp netem.PingPongOptions) (ShapeInfo, error) {
+// between hosts a and b and, for htb, the delay line's own overhead at the
+// delays up to maxLatency less the floor (kernel.OverheadProbes).
+func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a, b membership.Member, pp netem.PingPongOptions,
+	maxLatency time.Duration) (ShapeInfo, error) {
 	info := ShapeInfo{Spin: spin}
 	if want == "" {
 		want = netem.Auto
@@ -110,28 +107,25 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 		return info, nil
 	}
 	// The delay line's own cost: both ends divert to it with no delay, then
-	// with OverheadProbe of delay.
-	line := func(delay time.Duration, divertAll bool) (time.Duration, error) {
+	// delay by each probe delay (kernel.Model.Overhead).
+	probes := kernel.OverheadProbes(max(maxLatency-info.Floor, 0))
+	info.Overhead, err = netem.MeasureCurve(probes, kernel.OverheadPasses, func(delay time.Duration) (time.Duration, error) {
 		for _, x := range [][2]membership.Member{{a, b}, {b, a}} {
-			req := &msg.GridShape{Mechanism: kernel.NameHTB, FloorNs: int64(info.Floor), DivertAll: divertAll, SpinNs: int64(spin),
+			req := &msg.GridShape{Mechanism: kernel.NameHTB, FloorNs: int64(info.Floor), DivertAll: delay == 0, SpinNs: int64(spin),
 				Links: []*msg.GridLink{{Cluster: x[1].Cluster, LatencyNs: int64(info.Floor + delay)}}}
 			if _, err := l.shapeHost(ctx, x[0], req); err != nil {
-				return 0, err
+				return 0, fmt.Errorf("grid: delay line overhead at %v: %w", delay, err)
 			}
 		}
-		res, err := l.quietest(ctx, a, b, pp)
+		res, err := l.pingPong(ctx, a, b, kernel.OverheadProbeOptions(pp, delay))
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("grid: delay line overhead at %v: %w", delay, err)
 		}
 		return res.Latency - info.Floor - delay, nil
+	})
+	if err != nil {
+		return info, err
 	}
-	if info.Overhead0, err = line(0, true); err != nil {
-		return info, fmt.Errorf("grid: delay line overhead at zero delay: %w", err)
-	}
-	if info.Overhead, err = line(OverheadProbe, false); err != nil {
-		return info, fmt.Errorf("grid: delay line overhead at %v: %w", OverheadProbe, err)
-	}
-	info.Overhead0, info.Overhead = max(info.Overhead0, 0), max(info.Overhead, 0)
 	for _, m := range []membership.Member{a, b} {
 		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
 			return info, fmt.Errorf("grid: shaping: %w", err)
@@ -150,8 +144,8 @@ func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp nete
 // hs and records what each reports in effect. Every host must end up with
 // the same mechanism.
 func (l *launcher) shapeAll(ctx context.Context, info *ShapeInfo, hs []membership.Member) error {
-	req := &msg.GridShape{Mechanism: info.Mechanism, FloorNs: int64(info.Floor), OverheadNs: int64(info.Overhead),
-		Overhead0Ns: int64(info.Overhead0), SpinNs: int64(info.Spin)}
+	req := &msg.GridShape{Mechanism: info.Mechanism, FloorNs: int64(info.Floor), Overhead: toGridOverhead(info.Overhead),
+		SpinNs: int64(info.Spin)}
 	replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return req }, 2*time.Minute, 16)
 	info.Effective = map[string]map[string]netem.Link{}
 	info.Hosts = 0
@@ -230,7 +224,7 @@ func (info *ShapeInfo) Manifest(m netem.Matrix, dilation float64, nodes []member
 	reason := fmt.Sprintf("docker backend: every node and cluster-manager container shapes its own egress per destination cluster (%d hosts); %s; unshaped floor %.1f µs one way, %.0f MB/s",
 		info.Hosts, info.Reason, float64(info.Floor)/1e3, info.FloorBandwidth/1e6)
 	if info.Mechanism == kernel.NameHTB {
-		reason += fmt.Sprintf("; delay line overhead %.1f µs sleeping, %.1f µs at zero delay", float64(info.Overhead)/1e3, float64(info.Overhead0)/1e3)
+		reason += fmt.Sprintf("; delay line overhead at delay:overhead %v", info.Overhead)
 		if info.Spin < 0 {
 			reason += ", delay lines never spin"
 		}
@@ -254,7 +248,7 @@ func (info *ShapeInfo) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mechanism %s on %d hosts (%s); floor %.1f µs", info.Mechanism, info.Hosts, info.Reason, float64(info.Floor)/1e3)
 	if info.Mechanism == kernel.NameHTB {
-		fmt.Fprintf(&b, ", delay line overhead %.1f/%.1f µs", float64(info.Overhead)/1e3, float64(info.Overhead0)/1e3)
+		fmt.Fprintf(&b, ", delay line overhead at delay:overhead %v", info.Overhead)
 	}
 	return b.String()
 }

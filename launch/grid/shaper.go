@@ -118,7 +118,7 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 		reply.Mechanism = MechanismNone
 		return reply
 	}
-	model := kernel.Model{Floor: time.Duration(req.FloorNs), Overhead: time.Duration(req.OverheadNs), Overhead0: time.Duration(req.Overhead0Ns)}
+	model := kernel.Model{Floor: time.Duration(req.FloorNs), Overhead: fromGridOverhead(req.Overhead)}
 	d := s.grid.Dilation
 	mech, reason, err := netem.Select(ctx, req.Mechanism, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
 		Dilation: d, Spin: time.Duration(req.SpinNs)}))
@@ -265,6 +265,25 @@ func measure(ctx context.Context, egress netem.Egress, self, dst, addr string, o
 func toGridLink(cluster string, l netem.Link) *msg.GridLink {
 	return &msg.GridLink{Cluster: cluster, LatencyNs: int64(l.Latency), Bandwidth: l.Bandwidth,
 		JitterNs: int64(l.Jitter), Loss: l.Loss, Unavailable: l.Unavailable}
+}
+
+func toGridOverhead(o netem.Overhead) []*msg.GridOverheadPoint {
+	out := make([]*msg.GridOverheadPoint, len(o))
+	for i, p := range o {
+		out[i] = &msg.GridOverheadPoint{DelayNs: int64(p.Delay), OverheadNs: int64(p.Overhead)}
+	}
+	return out
+}
+
+func fromGridOverhead(ps []*msg.GridOverheadPoint) netem.Overhead {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make(netem.Overhead, len(ps))
+	for i, p := range ps {
+		out[i] = netem.OverheadPoint{Delay: time.Duration(p.DelayNs), Overhead: time.Duration(p.OverheadNs)}
+	}
+	return out
 }
 
 func fromGridLink(l *msg.GridLink) netem.Link {

@@ -52,9 +52,9 @@
 // (netem.WireRate: one way is latency + message/rate), HTB counts Ethernet
 // frames (PayloadFactor: 0.956 of them is TCP payload at MTU 1500), each
 // message starts with a full token bucket (the burst is subtracted), the
-// path's own latency (Floor) and the delay line's own cost (Overhead) are
-// subtracted from the delays, and a target at or below the floor gets no
-// delay. Explicit quantum and burst (at least 16 KB, 120 µs of the rate)
+// path's own latency (Floor) and the delay line's own cost at the delay it
+// adds (Overhead, a curve measured at OverheadProbes) are subtracted from
+// the delays, and a target at or below the floor gets no delay. Explicit quantum and burst (at least 16 KB, 120 µs of the rate)
 // keep HTB precise from 10 MB/s to Gbit rates.
 //
 // Probe and Install act on the network namespace of the calling OS thread

@@ -76,15 +76,23 @@ type Model struct {
 	// are applied in full.
 	Floor time.Duration
 	// Overhead is the one-way latency the delay line adds by itself (the
-	// trip through userspace: wake-ups, the verdict), measured by the
-	// caller (CalibrateNetns measures it); it is subtracted from each delay
-	// line delay when the line sleeps between packets (delays above the
-	// line's spin margin). Not used by the netem mechanism.
-	Overhead time.Duration
-	// Overhead0 is the delay line's own one-way cost when it does not
-	// sleep (delays within the spin margin: it spins from arrival to
-	// release); 0 means Overhead.
-	Overhead0 time.Duration
+	// trip through userspace and the wake-ups at both ends), as a function
+	// of the delay it adds, measured by the caller (CalibrateNetns and the
+	// grid launcher measure it at OverheadProbes); the delay for a link is
+	// the d with d + Overhead.At(d) = what the link needs beyond Floor.
+	// Its point at delay 0 is the line's cost when its thread spins from
+	// arrival to release. Empty: no overhead. Not used by the netem
+	// mechanism.
+	//
+	// It is not a constant: measured here (a 2-core virtual machine), the
+	// line added about 18 µs one way at zero delay, 25 µs at 100 µs,
+	// 40 µs at 300 µs, 70-85 µs at 1.5 ms and 115-135 µs at 4.5 ms, with
+	// releases on time (p50 lateness 1 µs): the longer both ends of a
+	// ping-pong idle, the longer their wake-ups take (an idle virtual CPU
+	// halts and its wake-up goes through the hypervisor). A single figure
+	// measured at 300 µs cut the delays of the 0.12 ms links by 20 µs too
+	// many and failed them (measured 88-100 µs).
+	Overhead netem.Overhead
 	// MTU of the egress interface; 0: ask the interface.
 	MTU int
 	// MsgOverhead is a fixed time per message beyond latency and
@@ -99,6 +107,49 @@ type Model struct {
 	// (CalibrateNetns); added to MsgOverhead for such links. 0: none.
 	LineMsgOverhead time.Duration
 }
+
+// overheadProbeSteps are the delays at which the delay line's Overhead
+// curve is measured, as far as a matrix needs them (see OverheadProbes):
+// dense where the cost changes fast (the first few hundred µs, where the
+// line goes from spinning to sleeping), sparse beyond.
+var overheadProbeSteps = []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
+	400 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	20 * time.Millisecond, 50 * time.Millisecond}
+
+// OverheadProbes are the delays at which to measure the Overhead curve for
+// links whose delays reach maxDelay: the steps below it and the first at
+// or beyond it (the curve is constant past its last point).
+func OverheadProbes(maxDelay time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, d := range overheadProbeSteps {
+		out = append(out, d)
+		if d >= maxDelay {
+			break
+		}
+	}
+	return out
+}
+
+// OverheadProbeOptions is the ping-pong that measures the Overhead curve
+// at a probe delay: pp's 8-byte round trips, but fewer for long delays, so
+// that one probe takes about overheadProbeTime (at least 50 round trips),
+// and one 1 MB round trip (the curve needs only the latency).
+func OverheadProbeOptions(pp netem.PingPongOptions, delay time.Duration) netem.PingPongOptions {
+	if pp.LatencyRounds <= 0 {
+		pp.LatencyRounds = netem.DefaultLatencyRounds
+	}
+	if delay > 0 {
+		pp.LatencyRounds = min(pp.LatencyRounds, max(int(overheadProbeTime/(2*delay)), 50))
+	}
+	pp.BandwidthRounds = 1
+	return pp
+}
+
+// OverheadPasses is how many passes over the probe delays measure the
+// curve (netem.MeasureCurve keeps the median of each point).
+const OverheadPasses = 3
+
+const overheadProbeTime = 300 * time.Millisecond
 
 // LineHotCost is the delay line's own one-way cost when its thread is
 // awake as a packet arrives: receive and verdict without a wake-up
@@ -125,27 +176,25 @@ func (m Model) shape(dst string, target netem.Link, mtu int, withLine bool) Shap
 	case !withLine:
 		s.Delay = need
 	default:
-		// The delay line costs Overhead by itself when it sleeps between
-		// arrival and release (delays beyond the spin margin). For short
-		// delays its cost is two-valued: about Overhead0 when its thread
-		// was asleep as the packet arrived (an idle virtual CPU wakes in
-		// tens of µs) and about LineHotCost when the thread was awake (the
-		// machine busy, or another packet just released). The delay aims
-		// at the target with the sleeping cost, but is at least what keeps
-		// the awake case within the calibration's latency tolerance. A
-		// need below the sleeping cost gets the line only if that lands
-		// nearer the target than the floor does.
-		o0 := m.Overhead0
-		if o0 <= 0 {
-			o0 = m.Overhead
-		}
+		// The delay line costs Overhead.At(d) by itself. For delays
+		// within its spin margin the cost is two-valued: about the
+		// measured curve when its thread was asleep as the packet arrived
+		// (an idle virtual CPU wakes in tens of µs) and about LineHotCost
+		// when the thread was awake (the machine busy, or another packet
+		// just released). The delay aims at the target with the measured
+		// cost, but is at least what keeps the awake case within the
+		// calibration's latency tolerance. A need below the cost at zero
+		// delay gets the line only if that lands nearer the target than
+		// the floor does.
+		o0 := m.Overhead.At(0)
+		d := m.Overhead.DelayFor(need)
 		tol := max(time.Duration(netem.LatencyTolerance*float64(target.Latency)), netem.LatencyToleranceAbs)
 		awake := max(target.Latency-tol+hotGuard-m.Floor-LineHotCost, 0)
 		switch {
-		case need-m.Overhead > DefaultSpin:
-			s.Delay, s.Divert = need-m.Overhead, true
+		case d > DefaultSpin:
+			s.Delay, s.Divert = d, true
 		case need >= o0:
-			s.Delay, s.Divert = max(need-o0, awake), true
+			s.Delay, s.Divert = max(d, awake), true
 		case o0-need < need:
 			s.Delay, s.Divert = min(awake, max(target.Latency+tol-hotGuard-m.Floor-o0, 0)), true
 		}
@@ -166,7 +215,7 @@ func (m Model) shape(dst string, target netem.Link, mtu int, withLine bool) Shap
 		// (msg - burst) / (msg/B - L - MsgOverhead).
 		msg := float64(netem.BandwidthMsgSize)
 		mo := m.MsgOverhead
-		if s.Divert && need-m.Overhead <= DefaultSpin {
+		if s.Divert && s.Delay <= DefaultSpin {
 			mo += m.LineMsgOverhead
 		}
 		t := msg/target.Bandwidth - target.Latency.Seconds() - mo.Seconds()
@@ -190,14 +239,8 @@ func (m Model) effective(s Shaping) netem.Link {
 	switch {
 	case s.Floor:
 		l.Latency = m.Floor
-	case s.Divert && l.Latency-m.Floor-m.Overhead > DefaultSpin:
-		l.Latency = m.Floor + m.Overhead + s.Delay
 	case s.Divert:
-		o0 := m.Overhead0
-		if o0 <= 0 {
-			o0 = m.Overhead
-		}
-		l.Latency = m.Floor + o0 + s.Delay
+		l.Latency = m.Floor + s.Delay + m.Overhead.At(s.Delay)
 	case s.Delay > 0:
 		l.Latency = m.Floor + s.Delay
 	default:

@@ -24,7 +24,7 @@ func TestPayloadFactor(t *testing.T) {
 
 func TestModelShape(t *testing.T) {
 	us := time.Microsecond
-	m := Model{Floor: 10 * us, Overhead: 60 * us, Overhead0: 35 * us}
+	m := Model{Floor: 10 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 35 * us}, {Delay: 100 * us, Overhead: 60 * us}}}
 	cases := []struct {
 		name   string
 		target netem.Link
@@ -37,7 +37,7 @@ func TestModelShape(t *testing.T) {
 		{"at floor", netem.Link{Latency: 10 * us}, true, true, false, 0},
 		{"just above floor", netem.Link{Latency: 13 * us}, true, false, false, 0},
 		{"within the tolerance of the floor", netem.Link{Latency: 30 * us}, true, false, false, 0},
-		// Short needs: the line's sleeping cost (35 µs) sets the delay,
+		// Short needs: the line's cost at zero delay (35 µs) sets the delay,
 		// but the delay is at least what keeps its awake cost (5 µs) within
 		// the tolerance (target - 20 µs, plus a 3 µs guard).
 		{"line nearer than the floor", netem.Link{Latency: 33 * us}, true, false, true, 0}, // 1 µs: below the line's resolution
@@ -56,9 +56,35 @@ func TestModelShape(t *testing.T) {
 	}
 }
 
+// TestModelOverheadCurve: the delay of every link is cut by the line's
+// cost at that delay, not by one figure: with the cost rising from 18 µs
+// to 130 µs over the delays (as measured on a small virtual machine), short
+// and long links both come out at their targets.
+func TestModelOverheadCurve(t *testing.T) {
+	us := time.Microsecond
+	m := Model{Floor: 4 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 18 * us}, {Delay: 100 * us, Overhead: 25 * us},
+		{Delay: 300 * us, Overhead: 40 * us}, {Delay: 1500 * us, Overhead: 80 * us}, {Delay: 4500 * us, Overhead: 130 * us}}}
+	for _, l := range []time.Duration{120 * us, 200 * us, 1600 * us, 4600 * us} {
+		s := m.shape("x", netem.Link{Latency: l}, 1500, true)
+		if !s.Divert {
+			t.Fatalf("%v: not diverted: %+v", l, s)
+		}
+		if e := m.effective(s); (e.Latency - l).Abs() > us {
+			t.Errorf("%v: delay %v gives %v", l, s.Delay, e.Latency)
+		}
+		if want := l - m.Floor - m.Overhead.At(s.Delay); (s.Delay - want).Abs() > us {
+			t.Errorf("%v: delay %v, want %v (the need less the cost at that delay)", l, s.Delay, want)
+		}
+	}
+	// The long link's delay is cut by the cost of long delays.
+	if s := m.shape("x", netem.Link{Latency: 4600 * us}, 1500, true); s.Delay > 4600*us-4*us-125*us {
+		t.Errorf("4.6 ms link: delay %v, cut by less than the long delays' cost", s.Delay)
+	}
+}
+
 func TestModelLineAtZeroDelay(t *testing.T) {
 	us := time.Microsecond
-	m := Model{Floor: 10 * us, Overhead: 60 * us, Overhead0: 45 * us}
+	m := Model{Floor: 10 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 45 * us}, {Delay: 100 * us, Overhead: 60 * us}}}
 	// need 24 µs, below the sleeping cost: the line at zero delay (21 µs
 	// over when asleep) is nearer than the floor (24 µs under); the awake
 	// case (15 µs) would ask for 2 µs, but the sleeping case has no room.
@@ -72,7 +98,7 @@ func TestModelLineAtZeroDelay(t *testing.T) {
 
 func TestModelNearerWithoutLine(t *testing.T) {
 	us := time.Microsecond
-	m := Model{Floor: 10 * us, Overhead: 90 * us, Overhead0: 70 * us}
+	m := Model{Floor: 10 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 70 * us}, {Delay: 100 * us, Overhead: 90 * us}}}
 	// need 25 µs: the line would land 45 µs over, the floor 25 µs under.
 	if s := m.shape("x", netem.Link{Latency: 35 * us}, 1500, true); s.Divert || s.Floor || s.Delay != 0 {
 		t.Errorf("shaped %+v, want nothing", s)
@@ -105,7 +131,7 @@ func TestModelRate(t *testing.T) {
 
 func TestModelEffective(t *testing.T) {
 	us := time.Microsecond
-	m := Model{Floor: 10 * us, Overhead: 60 * us, Overhead0: 35 * us}
+	m := Model{Floor: 10 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 35 * us}, {Delay: 100 * us, Overhead: 60 * us}}}
 	for _, l := range []time.Duration{8 * us, 50 * us, 400 * us} {
 		target := netem.Link{Latency: l, Bandwidth: 100e6}
 		e := m.effective(m.shape("x", target, 1500, true))
@@ -205,5 +231,35 @@ func TestPrefixMask(t *testing.T) {
 	}
 	if m := prefixMask(0); m != [4]byte{} {
 		t.Errorf("/0 %v", m)
+	}
+}
+
+func TestOverheadProbes(t *testing.T) {
+	ms := time.Millisecond
+	p := OverheadProbes(4600 * time.Microsecond)
+	if p[0] != 0 || p[len(p)-1] != 5*ms {
+		t.Errorf("probes %v: want from 0 to the first step at or beyond 4.6ms (5ms)", p)
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i] <= p[i-1] {
+			t.Errorf("probes %v not increasing", p)
+		}
+	}
+	if p := OverheadProbes(0); len(p) != 1 || p[0] != 0 {
+		t.Errorf("probes for no delay %v, want [0]", p)
+	}
+	if p := OverheadProbes(time.Hour); p[len(p)-1] != overheadProbeSteps[len(overheadProbeSteps)-1] {
+		t.Errorf("probes %v, want every step", p)
+	}
+	// Long probes measure fewer round trips, short ones all, never fewer
+	// than 50 (unless asked for fewer).
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 0); o.LatencyRounds != netem.DefaultLatencyRounds || o.BandwidthRounds != 1 {
+		t.Errorf("at zero delay %+v", o)
+	}
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 5*ms); o.LatencyRounds >= netem.DefaultLatencyRounds || o.LatencyRounds < 50 {
+		t.Errorf("at 5ms %+v", o)
+	}
+	if o := OverheadProbeOptions(netem.PingPongOptions{LatencyRounds: 20}, 5*ms); o.LatencyRounds != 20 {
+		t.Errorf("asked for 20 rounds, got %+v", o)
 	}
 }

@@ -23,10 +23,6 @@ type CalibrateOptions struct {
 	Dilation float64
 	// Log receives progress lines (nil: none).
 	Log io.Writer
-	// OverheadProbe is the delay at which the delay line's own overhead is
-	// measured; 0 means 300 µs (the line then sleeps between packets, as it
-	// does at DAS-3's inter-cluster latencies).
-	OverheadProbe time.Duration
 	// NoRealtime keeps the delay lines' threads in normal scheduling
 	// (kernel.HTB.NoRealtime).
 	NoRealtime bool
@@ -49,9 +45,9 @@ type CalibrationInfo struct {
 	Floor time.Duration
 	// FloorBandwidth is the unshaped 1 MB ping-pong bandwidth.
 	FloorBandwidth float64
-	// Overhead and Overhead0 are the delay line's own one-way cost with a
-	// sleeping line (at OverheadProbe) and at zero delay (htb only).
-	Overhead, Overhead0 time.Duration
+	// Overhead is the delay line's own one-way cost as a function of the
+	// delay it adds (htb only; kernel.Model.Overhead).
+	Overhead netem.Overhead
 	// LineMsgOverhead is the delay line's cost per 1 MB message at zero
 	// delay and LineProbeRate (htb only; kernel.Model.LineMsgOverhead).
 	LineMsgOverhead time.Duration
@@ -137,13 +133,14 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 	model := kernel.Model{Floor: info.Floor}
 	switch mech.Name() {
 	case kernel.NameHTB:
-		if info.Overhead0, info.Overhead, info.LineMsgOverhead, err = lineOverhead(ctx, topo, first, other, info.Floor, opts); err != nil {
+		maxDelay := max(m.MaxLatency(d)-info.Floor, 0)
+		if info.Overhead, info.LineMsgOverhead, err = lineOverhead(ctx, topo, first, other, info.Floor, maxDelay, opts, logf); err != nil {
 			return nil, netem.CalibrationSummary{}, info, err
 		}
-		model.Overhead, model.Overhead0, model.LineMsgOverhead = info.Overhead, info.Overhead0, info.LineMsgOverhead
+		model.Overhead, model.LineMsgOverhead = info.Overhead, info.LineMsgOverhead
 		mech = kernel.HTB{Model: model, NoRealtime: opts.NoRealtime}
-		logf("delay line overhead: %v sleeping, %v at zero delay, %v per 1 MB message at zero delay and %.0f MB/s",
-			info.Overhead, info.Overhead0, info.LineMsgOverhead, LineProbeRate/1e6)
+		logf("delay line overhead (delay:overhead one way): %v; %v per 1 MB message at zero delay and %.0f MB/s",
+			info.Overhead, info.LineMsgOverhead, LineProbeRate/1e6)
 	case kernel.NameNetem:
 		mech = kernel.Netem{Model: model}
 	case "userspace":
@@ -298,18 +295,17 @@ func dilate(m netem.Matrix, d float64) netem.Matrix {
 // Myri-10G ping-pong bandwidth, the links that use the line that way.
 const LineProbeRate = 530e6
 
-// lineOverhead measures the one-way latency the delay line adds by itself:
-// once with zero delay and once at opts.OverheadProbe, the htb mechanism
-// installed on two hosts with a plan that only delays (no rate). It also
-// measures what the line at zero delay costs per 1 MB message at
-// LineProbeRate: the time the ping-pong's message takes beyond what the
-// rate model expects and beyond the latency the line adds.
-func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Duration, opts CalibrateOptions) (zero, sleeping, perMsg time.Duration, err error) {
-	probe := opts.OverheadProbe
-	if probe <= 0 {
-		probe = 300 * time.Microsecond
-	}
-	run := func(link netem.Link, divertAll bool) (netem.PingPongResult, error) {
+// lineOverhead measures the one-way latency the delay line adds by itself
+// as a function of the delay it adds (kernel.Model.Overhead): at each of
+// kernel.OverheadProbes(maxDelay), the htb mechanism installed on two
+// hosts with a plan that only delays (no rate), every packet diverted to
+// the line at zero delay. It also measures what the line at zero delay
+// costs per 1 MB message at LineProbeRate: the time the ping-pong's
+// message takes beyond what the rate model expects and beyond the latency
+// the line adds.
+func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor, maxDelay time.Duration, opts CalibrateOptions,
+	logf func(string, ...any)) (curve netem.Overhead, perMsg time.Duration, err error) {
+	run := func(link netem.Link, divertAll bool, pp netem.PingPongOptions) (_ netem.PingPongResult, err error) {
 		mech := kernel.HTB{Model: kernel.Model{Floor: floor}, DivertAll: divertAll, NoRealtime: opts.NoRealtime}
 		var ia, ib netem.Installed
 		defer func() {
@@ -335,42 +331,39 @@ func lineOverhead(ctx context.Context, topo *Topology, a, b *Host, floor time.Du
 				return netem.PingPongResult{}, err
 			}
 		}
-		return measure(ctx, topo, a, b, nil, nil, "", "", opts.PingPong)
+		return measure(ctx, topo, a, b, nil, nil, "", "", pp)
 	}
-	// Three tries each, the median kept: one try is at the mercy of what
-	// else the machine does at that moment.
-	med := func(link netem.Link, divertAll bool, value func(netem.PingPongResult) time.Duration) (time.Duration, error) {
-		var v []time.Duration
-		for range 3 {
-			res, err := run(link, divertAll)
-			if err != nil {
-				return 0, err
-			}
-			v = append(v, value(res))
+	probes := kernel.OverheadProbes(maxDelay)
+	logf("delay line overhead: measuring at %d delays up to %v, %d passes", len(probes), probes[len(probes)-1], kernel.OverheadPasses)
+	curve, err = netem.MeasureCurve(probes, kernel.OverheadPasses, func(d time.Duration) (time.Duration, error) {
+		res, err := run(netem.Link{Latency: floor + d}, d == 0, kernel.OverheadProbeOptions(opts.PingPong, d))
+		if err != nil {
+			return 0, fmt.Errorf("netns: delay line overhead at %v: %w", d, err)
 		}
-		slices.Sort(v)
-		return max(v[1], 0), nil
+		return res.Latency - floor - d, nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
-	if zero, err = med(netem.Link{Latency: floor}, true, func(r netem.PingPongResult) time.Duration { return r.Latency - floor }); err != nil {
-		return 0, 0, 0, fmt.Errorf("netns: delay line overhead at zero delay: %w", err)
-	}
-	if sleeping, err = med(netem.Link{Latency: floor + probe}, false, func(r netem.PingPongResult) time.Duration { return r.Latency - floor - probe }); err != nil {
-		return 0, 0, 0, fmt.Errorf("netns: delay line overhead at %v: %w", probe, err)
-	}
+	// Three tries, the median kept: one try is at the mercy of what else
+	// the machine does at that moment.
+	var v []time.Duration
 	msg := float64(netem.BandwidthMsgSize)
-	if perMsg, err = med(netem.Link{Latency: floor, Bandwidth: LineProbeRate}, true, func(r netem.PingPongResult) time.Duration {
+	for range 3 {
+		r, err := run(netem.Link{Latency: floor, Bandwidth: LineProbeRate}, true, opts.PingPong)
+		if err != nil {
+			return nil, 0, fmt.Errorf("netns: delay line cost per message: %w", err)
+		}
 		if r.Bandwidth <= 0 {
-			return 0
+			v = append(v, 0)
+			continue
 		}
 		// Beyond the one latency the line adds, which the rate model
 		// already counts (it uses the link's target latency).
-		return time.Duration((msg/r.Bandwidth-msg/LineProbeRate)*1e9) - (r.Latency - floor)
-	}); err != nil {
-		return 0, 0, 0, fmt.Errorf("netns: delay line cost per message: %w", err)
+		v = append(v, time.Duration((msg/r.Bandwidth-msg/LineProbeRate)*1e9)-(r.Latency-floor))
 	}
-	// Spinning from arrival to release cannot cost more than sleeping in
-	// between; a measurement saying so was disturbed.
-	return min(zero, sleeping), sleeping, perMsg, nil
+	slices.Sort(v)
+	return curve, max(v[1], 0), nil
 }
 
 // measure runs a ping-pong from a to b: a server in b's namespace, a
