@@ -276,9 +276,6 @@ func toGridOverhead(o netem.Overhead) []*msg.GridOverheadPoint {
 }
 
 func fromGridOverhead(ps []*msg.GridOverheadPoint) netem.Overhead {
-	if len(ps) == 0 {
-		return nil
-	}
 	out := make(netem.Overhead, len(ps))
 	for i, p := range ps {
 		out[i] = netem.OverheadPoint{Delay: time.Duration(p.DelayNs), Overhead: time.Duration(p.OverheadNs)}

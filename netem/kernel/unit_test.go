@@ -85,14 +85,15 @@ func TestModelOverheadCurve(t *testing.T) {
 func TestModelLineAtZeroDelay(t *testing.T) {
 	us := time.Microsecond
 	m := Model{Floor: 10 * us, Overhead: netem.Overhead{{Delay: 0, Overhead: 45 * us}, {Delay: 100 * us, Overhead: 60 * us}}}
-	// need 24 µs, below the sleeping cost: the line at zero delay (21 µs
-	// over when asleep) is nearer than the floor (24 µs under); the awake
-	// case (15 µs) would ask for 2 µs, but the sleeping case has no room.
+	// need 24 µs, below the line's cost at zero delay (45 µs): the line at
+	// zero delay (21 µs over) is nearer than the floor (24 µs under); the
+	// awake case (15 µs) would ask for 2 µs, but the measured cost leaves
+	// no room.
 	if s := m.shape("x", netem.Link{Latency: 34 * us}, 1500, true); !s.Divert || s.Delay != 0 {
 		t.Errorf("shaped %+v, want the line at zero delay", s)
 	}
 	if e := m.effective(m.shape("x", netem.Link{Latency: 34 * us}, 1500, true)); e.Latency != 55*us {
-		t.Errorf("effective %v, want floor + sleeping cost 55µs", e.Latency)
+		t.Errorf("effective %v, want floor + the cost at zero delay, 55µs", e.Latency)
 	}
 }
 
