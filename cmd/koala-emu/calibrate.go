@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/ptimer"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -20,6 +23,48 @@ type calibration struct {
 	Shaper   string                   `json:"shaper"`
 	Rows     []netem.CalibrationRow   `json:"rows"`
 	Summary  netem.CalibrationSummary `json:"summary"`
+	// Machine is the stall probe run after the measurements (see
+	// probeMachine); empty where it could not run.
+	Machine []ptimer.Stalls `json:"machine"`
+}
+
+// machineSpan is how long the stall probe spins on each CPU.
+const machineSpan = 500 * time.Millisecond
+
+// probeMachine measures how often this machine takes a CPU away from a
+// thread that never sleeps (ptimer.ProbeStalls) and prints it: release
+// lateness below what it finds cannot be had here, whatever the shaper
+// does. A probe that cannot run is reported and skipped; it does not fail
+// the calibration.
+func probeMachine(ctx context.Context, stderr io.Writer) []ptimer.Stalls {
+	st, err := ptimer.ProbeStalls(ctx, machineSpan)
+	if err != nil {
+		fmt.Fprintf(stderr, "machine: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(stderr, "machine: %s\n", describeStalls(st))
+	return st
+}
+
+// describeStalls is one line per probe: per CPU, the gaps of at least the
+// lateness gate, and the p99 lateness they alone give a release.
+func describeStalls(st []ptimer.Stalls) string {
+	parts := make([]string, len(st))
+	for i, s := range st {
+		parts[i] = fmt.Sprintf("cpu%d away >=%v %.0f/s (%.2f%% of %v, longest %v), p99 lateness of a release that never sleeps %v",
+			s.CPU, s.Over, s.PerSecond(), 100*s.Away.Seconds()/s.Span.Seconds(), s.Span.Round(time.Millisecond),
+			s.Longest.Round(time.Microsecond), s.P99.Round(time.Microsecond))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// worstStalls is the largest P99 of the CPUs (0 without any).
+func worstStalls(st []ptimer.Stalls) time.Duration {
+	var w time.Duration
+	for _, s := range st {
+		w = max(w, s.P99)
+	}
+	return w
 }
 
 func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,17 +117,31 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
+	// After the measurements, so that a bad flag or a missing capability
+	// still fails at once.
+	stalls := probeMachine(ctx, stderr)
 	sum := netem.SummarizeCalibration(rows)
+	out := calibration{Scenario: plan.Name, Backend: *backend, Shaper: mech, Rows: rows, Summary: sum, Machine: stalls}
+	machine := ""
+	if w := worstStalls(stalls); len(stalls) > 0 {
+		machine = fmt.Sprintf("this machine alone gives a releaser that never sleeps p99 release lateness %v on its worst CPU (gate %v)", w.Round(time.Microsecond), netem.MaxReleaseLateness)
+	}
 	if *asJSON {
-		b, err := json.MarshalIndent(calibration{Scenario: plan.Name, Backend: *backend, Shaper: mech, Rows: rows, Summary: sum}, "", "  ")
+		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		netem.PrintCalibration(stdout, rows, sum)
+		if machine != "" {
+			fmt.Fprintf(stdout, "machine: %s.\n", machine)
+		}
 	}
 	if sum.Failed {
+		if machine != "" {
+			return fmt.Errorf("calibration failed: %s; %s", sum.Reason, machine)
+		}
 		return errors.New("calibration failed: " + sum.Reason)
 	}
 	return nil

@@ -30,4 +30,9 @@
 // Goroutines woken by SleepUntil resume only when the Go scheduler runs them,
 // tens of µs after the release on small virtual machines; callbacks given to
 // At run at the release itself.
+//
+// ProbeStalls measures the floor under all of this: how often the machine
+// takes a CPU away from a thread that never sleeps (on a virtual machine,
+// the hypervisor does so unseen by the guest), and IdealLateness turns the
+// gaps into the lateness percentile they alone impose on releases.
 package ptimer
