@@ -458,3 +458,32 @@ func TestEpochClock(t *testing.T) {
 		t.Errorf("Sleep on a cancelled context: %v", err)
 	}
 }
+
+// failingPlatform cannot set up a run; it records that it was closed.
+type failingPlatform struct {
+	procPlatform
+	closed bool
+}
+
+func (p *failingPlatform) Setup(context.Context, []string) (Network, error) {
+	return Network{}, errors.New("no image to run")
+}
+
+func (p *failingPlatform) Close(context.Context) error {
+	p.closed = true
+	return nil
+}
+
+// A platform that cannot set up the run fails the run with its error, and
+// whatever it may have made is closed.
+func TestRunSetupFails(t *testing.T) {
+	plan := loadPlan(t, smallScenario)
+	plat := &failingPlatform{}
+	_, err := Run(context.Background(), plan, launch.Options{Out: t.TempDir(), Shaper: "userspace"}, Config{Platform: plat})
+	if err == nil || !strings.Contains(err.Error(), "no image to run") {
+		t.Fatalf("run: %v, want the platform's setup error", err)
+	}
+	if !plat.closed {
+		t.Error("the platform was not closed after its setup failed")
+	}
+}

@@ -85,9 +85,12 @@ func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer
 	}
 	l = &launcher{plat: plat, grid: g, progress: progress, began: time.Now(), ready: make(chan struct{}),
 		members: map[string]membership.Member{}}
+	// The error returns below set l to nil: close what was set up through
+	// this copy.
+	built := l
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, l.Close())
+			err = errors.Join(err, built.Close())
 			l = nil
 		}
 	}()
