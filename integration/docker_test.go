@@ -178,7 +178,7 @@ func TestDockerSmoke(t *testing.T) {
 	id := runID(t)
 	dir := t.TempDir()
 	var progress syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	res, err := grid.Run(ctx, p, launch.Options{Out: dir, Progress: &progress},
 		grid.Config{Docker: grid.DockerOptions{Image: image, ID: id}})

@@ -92,7 +92,7 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 			err = errors.Join(err, cerr)
 		}
 	}()
-	if _, err := l.startHosts(ctx, hosts, 5*time.Minute); err != nil {
+	if _, err := l.startHosts(ctx, hosts, DefaultStartStall); err != nil {
 		return nil, netem.CalibrationSummary{}, info, err
 	}
 	nodes := l.hostsByRole(membership.RoleNode)

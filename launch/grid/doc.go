@@ -15,7 +15,9 @@
 //     ("ctl"), a probe endpoint and, on a node, the node actor, then joins
 //     the membership. The launcher counts joins (progress: containers
 //     started and joined) and fails early, with the container's output,
-//     when one exits.
+//     when one exits. It gives up on a start only when the start stalls
+//     (Config.StartStall: no host started and no new high of hosts in the
+//     membership), so a slow machine makes the start slow, not failed.
 //  4. Shaping: one node host selects the mechanism by probes
 //     (netem.Select), two measure the unshaped floor and, for htb, the
 //     delay line's own overhead at the delays the matrix needs; then every node and cluster-manager host
@@ -23,7 +25,9 @@
 //     (netem/kernel) and reports what is in effect: the run's manifest.
 //  5. Activation, in dependency order: scheduler, information service,
 //     runner sites, cluster managers. Each finds its peers through the
-//     membership (a cluster manager waits until its nodes have joined).
+//     membership (a cluster manager waits until its nodes have joined;
+//     a host that waits exchanges the whole membership with the seeds every
+//     few seconds, which repairs a join that gossip dropped).
 //     The information service reports its first probe round (GridReady).
 //  6. The launcher sets scenario time 0 on every host (GridEpoch) and
 //     replays the workload: at each submission time the job's runner site

@@ -487,3 +487,53 @@ func TestRunSetupFails(t *testing.T) {
 		t.Error("the platform was not closed after its setup failed")
 	}
 }
+
+// silentPlatform starts its hosts slowly (one more every 100 ms) and none
+// of them ever joins the membership.
+type silentPlatform struct {
+	procPlatform
+	began time.Time
+	total int
+}
+
+func (p *silentPlatform) Start(ctx context.Context, hosts []HostSpec, _ *Grid) error {
+	p.mu.Lock()
+	p.began, p.total = time.Now(), len(hosts)
+	p.mu.Unlock()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (p *silentPlatform) Started() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.began.IsZero() {
+		return 0
+	}
+	return min(p.total, int(time.Since(p.began)/(100*time.Millisecond)))
+}
+
+// A start fails when it stops making progress, not at a fixed deadline:
+// hosts that keep starting keep it going past StartStall, and once they
+// stop (none joining) it fails, naming the counts and the missing hosts.
+func TestStartStalls(t *testing.T) {
+	plan := loadPlan(t, smallScenario)
+	plat := &silentPlatform{procPlatform: *newProcPlatform(io.Discard)}
+	stall := 500 * time.Millisecond
+	var progress lockedBuffer
+	_, err := Run(context.Background(), plan, launch.Options{Out: t.TempDir(), Shaper: "userspace", Progress: &progress},
+		Config{Platform: plat, StartStall: stall})
+	if err == nil {
+		t.Fatal("a start where no host joins succeeded")
+	}
+	n := plat.total
+	if time.Duration(n)*100*time.Millisecond <= stall {
+		t.Fatalf("the scenario has %d hosts: too few to start for longer than the stall", n)
+	}
+	for _, want := range []string{"no progress for 500ms", fmt.Sprintf("(%d/%d containers started", n, n),
+		fmt.Sprintf("at most 0/%d in the membership", n), fmt.Sprintf("%d hosts are not in the membership", n)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

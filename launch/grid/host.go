@@ -275,18 +275,26 @@ func logTo(w io.Writer, level slog.Level) actor.ConfigOption {
 // MembershipConfig is the memberlist configuration of every member of a
 // run: membership.DefaultConfig with gossip every second (not 100 ms),
 // probes every 3 s with a 2 s timeout, two indirect checks, suspicion
-// multiplier 4 and push/pull every minute (memberlist stretches it to 4
-// minutes above 128 members).
+// multiplier 4, push/pull every minute (memberlist stretches it to 4
+// minutes above 128 members) and each change passed on 2 x ceil(log10(n+1))
+// times (memberlist's default is 4 x).
 //
 // Measured on this project's 2-core machine: with 216 processes on
 // loopback and gossip at 100-200 ms the membership never converged (the
 // machine saturated, probes timed out, suspicions made more gossip); with
-// 500 ms all 216 joined in 9 s. In 214 containers whose egress is shaped,
-// probes at 2 s and gossip at 500 ms kept each idle container at about
-// 0.6 % of a core (memberlist's own work and the garbage it makes, 214
-// times over: more than half of both cores); a member's probe and gossip
-// work does not grow with the membership, so the intervals set the
-// grid's idle load. The price is detection time: a killed host is
+// 500 ms all 216 joined in 9 s. What an idle grid spends is mostly the
+// start's own gossip: every member passes on every other member's join,
+// so 214 members send about 214 x 214 x 12 join messages with the default
+// multiplier, and go on sending them for a minute or two after the last
+// join (on a slow machine, all through a slow start). On netns, das3-smoke's
+// 215 processes used 0.58 cores (twice) from 10 to 70 s after the grid was
+// ready with the default, 0.35 with 3 x and 0.19-0.25 with 2 x. A member
+// that gossip missed is found by the hosts that wait for it (waitPeers
+// exchanges the membership with the seeds); a death still reaches every
+// member, since each one that hears the suspicion declares the death on
+// its own when the suspicion times out.
+//
+// The price of the long intervals is detection time: a killed host is
 // declared dead after about 4 x log10(n) x 3 s once others confirm (about
 // 28 s for 216 members, 13 s for 12), plus up to one probe round.
 func MembershipConfig(self membership.Member) membership.Config {
@@ -299,6 +307,7 @@ func MembershipConfig(self membership.Member) membership.Config {
 	c.GossipInterval = time.Second
 	c.TCPTimeout = 5 * time.Second
 	c.PushPullInterval = time.Minute
+	c.RetransmitMult = 2
 	return c
 }
 
@@ -396,8 +405,14 @@ func (h *host) nodeDown(m membership.Member, reason string) {
 }
 
 // waitPeers polls the membership until ok accepts it or the timeout ends.
+// While it is not accepted it exchanges the whole membership with the
+// seeds every resyncEvery: a member whose join gossip never reached this
+// host (dropped under load) is found there, since every host joins through
+// the seeds.
 func (h *host) waitPeers(timeout time.Duration, ok func(peers) error) (peers, error) {
-	deadline := time.Now().Add(timeout)
+	const resyncEvery = 3 * time.Second
+	began := time.Now()
+	deadline, nextResync := began.Add(timeout), began.Add(resyncEvery)
 	for {
 		v := viewOf(h.prov.Members())
 		err := ok(v)
@@ -406,6 +421,15 @@ func (h *host) waitPeers(timeout time.Duration, ok func(peers) error) (peers, er
 		}
 		if time.Now().After(deadline) {
 			return v, fmt.Errorf("after %v: %w", timeout, err)
+		}
+		if now := time.Now(); now.After(nextResync) {
+			nextResync = now.Add(resyncEvery)
+			h.logf("after %.0f s: %v; exchanging the membership with the seeds", now.Sub(began).Seconds(), err)
+			rctx, cancel := context.WithTimeout(h.ctx, resyncEvery)
+			if jerr := h.prov.Join(rctx, h.grid.Seeds); jerr != nil {
+				h.logf("membership exchange: %v", jerr)
+			}
+			cancel()
 		}
 		t := time.NewTimer(100 * time.Millisecond)
 		select {

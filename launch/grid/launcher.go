@@ -226,8 +226,13 @@ type StartupTimes struct {
 }
 
 // startHosts starts the hosts and waits until every one has joined the
-// membership, showing progress. It fails early when a host exits.
-func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout time.Duration) (StartupTimes, error) {
+// membership, showing progress. It gives up when the start stalls: when for
+// stall neither another host has started nor the membership has held more
+// hosts than ever before (a count that falls back while failure detection
+// catches up does not count as progress). A slow machine therefore only
+// makes the start slower; ctx bounds it as a whole. It fails early when a
+// host exits.
+func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, stall time.Duration) (StartupTimes, error) {
 	var st StartupTimes
 	l.mu.Lock()
 	l.total = len(hosts)
@@ -243,8 +248,6 @@ func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout tim
 	started := false
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
 	lastShown, lastCheck := time.Time{}, time.Now()
 	missing := func() []string {
 		l.mu.Lock()
@@ -258,20 +261,25 @@ func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout tim
 		sort.Strings(out)
 		return out
 	}
-	show := func(final bool) {
+	counts := func() (nStarted, joined int) {
 		l.mu.Lock()
-		joined := len(l.members)
+		joined = min(len(l.members), len(hosts))
 		l.mu.Unlock()
-		nStarted := l.plat.Started()
+		nStarted = l.plat.Started()
 		if started {
 			nStarted = len(hosts)
 		}
+		return nStarted, joined
+	}
+	show := func(final bool) {
+		nStarted, joined := counts()
 		if final || time.Since(lastShown) >= 3*time.Second {
 			fmt.Fprintf(l.progress, "grid: %d/%d %s started, %d/%d joined the membership (%.1f s)\n",
-				nStarted, len(hosts), hostUnit(backendOf(l.plat)), min(joined, len(hosts)), len(hosts), time.Since(l.began).Seconds())
+				nStarted, len(hosts), hostUnit(backendOf(l.plat)), joined, len(hosts), time.Since(l.began).Seconds())
 			lastShown = time.Now()
 		}
 	}
+	mostStarted, mostJoined, lastProgress := 0, 0, time.Now()
 	for {
 		select {
 		case err := <-startErr:
@@ -283,21 +291,27 @@ func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, timeout tim
 			startErr = nil
 		case <-ctx.Done():
 			return st, fmt.Errorf("grid: interrupted while starting: %w", ctx.Err())
-		case <-deadline.C:
-			miss := missing()
-			if len(miss) > 8 {
-				miss = append(miss[:8], fmt.Sprintf("and %d more", len(miss)-8))
-			}
-			return st, fmt.Errorf("grid: %d hosts did not join the membership within %v: %s", len(missing()), timeout, strings.Join(miss, ", "))
 		case <-tick.C:
 		}
-		if len(missing()) == 0 && started {
+		miss := missing()
+		if len(miss) == 0 && started {
 			st.Joined = time.Since(l.began)
 			show(true)
 			l.mu.Lock()
 			l.up = true
 			l.mu.Unlock()
 			return st, nil
+		}
+		if nStarted, joined := counts(); nStarted > mostStarted || joined > mostJoined {
+			mostStarted, mostJoined = max(mostStarted, nStarted), max(mostJoined, joined)
+			lastProgress = time.Now()
+		} else if time.Since(lastProgress) >= stall {
+			n := len(miss)
+			if n > 8 {
+				miss = append(miss[:8], fmt.Sprintf("and %d more", n-8))
+			}
+			return st, fmt.Errorf("grid: the start made no progress for %v (%d/%d %s started, at most %d/%d in the membership at once); %d hosts are not in the membership: %s",
+				stall, mostStarted, len(hosts), hostUnit(backendOf(l.plat)), mostJoined, len(hosts), n, strings.Join(miss, ", "))
 		}
 		show(false)
 		if started && time.Since(lastCheck) > 5*time.Second {

@@ -24,15 +24,22 @@ import (
 // node that failed or left (the runner's reason continues "... went down").
 const ReasonNodeDown = "node "
 
+// DefaultStartStall is how long a start may go without progress before it
+// fails (Config.StartStall).
+const DefaultStartStall = 2 * time.Minute
+
 // Config holds what the docker backend needs beyond launch.Options.
 type Config struct {
 	// Platform starts the hosts; nil means a DockerPlatform with Docker.
 	Platform Platform
 	// Docker configures the default DockerPlatform.
 	Docker DockerOptions
-	// StartTimeout bounds the wait until every host has joined; default
-	// 5 minutes.
-	StartTimeout time.Duration
+	// StartStall is how long the start may go without progress (another
+	// host started, or more hosts in the membership than ever before)
+	// before the run fails; default DefaultStartStall. The start as a whole
+	// is bounded only by the context: a slow machine makes it slower, not
+	// failed.
+	StartStall time.Duration
 	// OnEvent is called for every event the recorder receives (tests).
 	OnEvent func(*msg.Event)
 	// OnNodeDown is called when a node host fails or leaves mid-run.
@@ -64,8 +71,8 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	if opts.ProbeBytes == 0 {
 		opts.ProbeBytes = 256 << 10
 	}
-	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 5 * time.Minute
+	if cfg.StartStall <= 0 {
+		cfg.StartStall = DefaultStartStall
 	}
 	progress := opts.Progress
 	if progress == nil {
@@ -131,7 +138,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	}
 	_ = recPID
 
-	times, err := l.startHosts(ctx, hosts, cfg.StartTimeout)
+	times, err := l.startHosts(ctx, hosts, cfg.StartStall)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +159,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	}
 	shaped := time.Since(began)
 	fmt.Fprintf(progress, backend+": shaping in effect after %.1f s: %s\n", shaped.Seconds(), info.describe())
-	manifest := info.Manifest(plan.Links, plan.Dilation, nodes)
+	manifest := info.Manifest(backendOf(l.plat), plan.Links, plan.Dilation, nodes)
 	manifest.Backend = backend
 	manifest.Print(progress)
 	if opts.Out != "" {

@@ -185,8 +185,8 @@ func (l *launcher) shapeAll(ctx context.Context, info *ShapeInfo, hs []membershi
 // Manifest builds the run's link manifest from what the node hosts report:
 // per ordered cluster pair, the link in effect on the nodes of the source
 // cluster (they agree: same model, same plan; a pair on which they do not
-// says so in its reason).
-func (info *ShapeInfo) Manifest(m netem.Matrix, dilation float64, nodes []membership.Member) netem.Manifest {
+// says so in its reason). backend names the backend in the reason.
+func (info *ShapeInfo) Manifest(backend string, m netem.Matrix, dilation float64, nodes []membership.Member) netem.Manifest {
 	bySrc := map[string][]string{}
 	for _, n := range nodes {
 		if _, ok := info.Effective[n.Name]; ok {
@@ -221,8 +221,8 @@ func (info *ShapeInfo) Manifest(m netem.Matrix, dilation float64, nodes []member
 		notes[[2]string{src, dst}] = note
 		return first
 	}
-	reason := fmt.Sprintf("docker backend: every node and cluster-manager container shapes its own egress per destination cluster (%d hosts); %s; unshaped floor %.1f µs one way, %.0f MB/s",
-		info.Hosts, info.Reason, float64(info.Floor)/1e3, info.FloorBandwidth/1e6)
+	reason := fmt.Sprintf("%s backend: every node and cluster-manager host shapes its own egress per destination cluster (%d hosts); %s; unshaped floor %.1f µs one way, %.0f MB/s",
+		backend, info.Hosts, info.Reason, float64(info.Floor)/1e3, info.FloorBandwidth/1e6)
 	if info.Mechanism == kernel.NameHTB {
 		reason += fmt.Sprintf("; delay line overhead at delay:overhead %v", info.Overhead)
 		if info.Spin < 0 {

@@ -82,6 +82,14 @@ type Config struct {
 	// has no deadline.
 	LeaveTimeout time.Duration
 
+	// RetransmitMult sets how often each member passes on a change it
+	// learns (a join, a suspicion, a death): RetransmitMult * ceil(log10(N+1))
+	// times, to random members. Every member passes on every change, so a
+	// start of N members costs about N * N times that in messages; fewer
+	// retransmissions leave more members unaware of a change until a
+	// push/pull exchange or a repeated Join.
+	RetransmitMult int
+
 	// LogOutput receives memberlist's own log lines; nil discards them.
 	LogOutput io.Writer
 }
@@ -204,6 +212,7 @@ func (p *Memberlist) memberlistConfig() *memberlist.Config {
 	setDur(&c.PushPullInterval, p.cfg.PushPullInterval)
 	setDur(&c.TCPTimeout, p.cfg.TCPTimeout)
 	setDur(&c.DeadNodeReclaimTime, p.cfg.DeadNodeReclaimTime)
+	setInt(&c.RetransmitMult, p.cfg.RetransmitMult)
 	out := p.cfg.LogOutput
 	if out == nil {
 		out = io.Discard

@@ -137,3 +137,42 @@ func waitMembers(t *testing.T, p *Memberlist, want string) {
 		<-tick.C
 	}
 }
+
+// A member that gossip never told about a later member learns it by joining
+// again: Join on a joined provider exchanges the whole membership with the
+// seeds.
+func TestMemberlistJoinAgainRepairs(t *testing.T) {
+	ps := make([]*Memberlist, 3)
+	for i := range ps {
+		c := fastTestConfig(Member{Name: fmt.Sprintf("m%d", i), Role: RoleNode, Addr: fmt.Sprintf("127.0.0.1:%d", 9100+i)})
+		// No gossip, probes or periodic exchanges: what a member knows
+		// comes from its own joins only.
+		c.GossipInterval, c.ProbeInterval, c.PushPullInterval = time.Hour, time.Hour, time.Hour
+		p, err := NewMemberlist(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+		t.Cleanup(func() { _ = p.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gossipWait)
+	defer cancel()
+	if err := ps[0].Join(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	seed := []string{ps[0].GossipAddr()}
+	for _, p := range ps[1:] {
+		if err := p.Join(ctx, seed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := names(ps[1].Members()); got != "m0,m1" {
+		t.Fatalf("m1 sees %s before joining again, want m0,m1 (nothing else tells it of m2)", got)
+	}
+	if err := ps[1].Join(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ps[1].Members()); got != "m0,m1,m2" {
+		t.Fatalf("m1 sees %s after joining again, want m0,m1,m2", got)
+	}
+}

@@ -121,6 +121,9 @@ type Provider interface {
 	// addresses; the memberlist provider takes gossip host:port strings).
 	// With no reachable seed other than itself the provider starts a new
 	// membership alone. Join retries until a seed answers or ctx ends.
+	// Join on a provider that has joined already exchanges the whole
+	// membership with the seeds again: it repairs what gossip missed (the
+	// in-memory provider has nothing to repair).
 	Join(ctx context.Context, seeds []string) error
 	// Members returns the members currently believed alive, including the
 	// local one, sorted by name.
