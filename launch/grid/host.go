@@ -290,9 +290,10 @@ func logTo(w io.Writer, level slog.Level) actor.ConfigOption {
 // 215 processes used 0.58 cores (twice) from 10 to 70 s after the grid was
 // ready with the default, 0.35 with 3 x and 0.19-0.25 with 2 x. A member
 // that gossip missed is found by the hosts that wait for it (waitPeers
-// exchanges the membership with the seeds); a death still reaches every
-// member, since each one that hears the suspicion declares the death on
-// its own when the suspicion times out.
+// exchanges the membership with the seeds). A death is missed only by a
+// member that misses both the suspicion (each member that hears it
+// declares the death on its own when it times out) and the death itself,
+// until the next push/pull.
 //
 // The price of the long intervals is detection time: a killed host is
 // declared dead after about 4 x log10(n) x 3 s once others confirm (about

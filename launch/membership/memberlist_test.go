@@ -26,19 +26,30 @@ func fastTestConfig(m Member) Config {
 
 const gossipWait = 20 * time.Second
 
-func TestMemberlistJoinLeaveFail(t *testing.T) {
-	const n = 4
+// newTestProviders makes n providers m0, m1, ... with fastTestConfig, each
+// changed by tweak when it is not nil, and closes them when the test ends.
+func newTestProviders(t *testing.T, n int, tweak func(*Config)) []*Memberlist {
+	t.Helper()
 	ps := make([]*Memberlist, n)
 	for i := range ps {
-		m := Member{Name: fmt.Sprintf("m%d", i), Role: RoleNode, Cluster: []string{"vrije", "leiden"}[i%2],
-			Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i), Meta: map[string]string{"i": fmt.Sprint(i)}}
-		p, err := NewMemberlist(fastTestConfig(m))
+		c := fastTestConfig(Member{Name: fmt.Sprintf("m%d", i), Role: RoleNode, Cluster: []string{"vrije", "leiden"}[i%2],
+			Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i), Meta: map[string]string{"i": fmt.Sprint(i)}})
+		if tweak != nil {
+			tweak(&c)
+		}
+		p, err := NewMemberlist(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps[i] = p
 		t.Cleanup(func() { _ = p.Close() })
 	}
+	return ps
+}
+
+func TestMemberlistJoinLeaveFail(t *testing.T) {
+	const n = 4
+	ps := newTestProviders(t, n, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), gossipWait)
 	defer cancel()
 
@@ -142,19 +153,11 @@ func waitMembers(t *testing.T, p *Memberlist, want string) {
 // again: Join on a joined provider exchanges the whole membership with the
 // seeds.
 func TestMemberlistJoinAgainRepairs(t *testing.T) {
-	ps := make([]*Memberlist, 3)
-	for i := range ps {
-		c := fastTestConfig(Member{Name: fmt.Sprintf("m%d", i), Role: RoleNode, Addr: fmt.Sprintf("127.0.0.1:%d", 9100+i)})
-		// No gossip, probes or periodic exchanges: what a member knows
-		// comes from its own joins only.
+	// No gossip, probes or periodic exchanges: what a member knows comes
+	// from its own joins only.
+	ps := newTestProviders(t, 3, func(c *Config) {
 		c.GossipInterval, c.ProbeInterval, c.PushPullInterval = time.Hour, time.Hour, time.Hour
-		p, err := NewMemberlist(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps[i] = p
-		t.Cleanup(func() { _ = p.Close() })
-	}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), gossipWait)
 	defer cancel()
 	if err := ps[0].Join(ctx, nil); err != nil {
