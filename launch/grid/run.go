@@ -159,7 +159,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 	}
 	shaped := time.Since(began)
 	fmt.Fprintf(progress, backend+": shaping in effect after %.1f s: %s\n", shaped.Seconds(), info.describe())
-	manifest := info.Manifest(backendOf(l.plat), plan.Links, plan.Dilation, nodes)
+	manifest := info.Manifest(backend, plan.Links, plan.Dilation, nodes)
 	manifest.Backend = backend
 	manifest.Print(progress)
 	if opts.Out != "" {
