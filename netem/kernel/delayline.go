@@ -59,8 +59,7 @@ type DelayLine struct {
 
 	closed atomic.Bool
 	failed bool // thread only: the socket failed, the line is no longer polled
-	errMu  sync.Mutex
-	err    error
+	err    atomic.Pointer[error]
 }
 
 // delayQueue is one NFQUEUE queue: one destination cluster.
@@ -244,12 +243,10 @@ func openQueueStats(nsFd int) (*os.File, error) {
 	return f, nil
 }
 
+// fail records the line's first error. It never blocks: the line's
+// thread calls it pinned (see lineThread).
 func (d *DelayLine) fail(err error) {
-	d.errMu.Lock()
-	if d.err == nil {
-		d.err = err
-	}
-	d.errMu.Unlock()
+	d.err.CompareAndSwap(nil, &err)
 }
 
 // CPUTime returns the CPU time the thread serving the delay line has used
@@ -268,10 +265,19 @@ func (d *DelayLine) Held() int64 { return d.received.Load() - d.released.Load() 
 // Spin returns the spin margin in effect for the latest sleep.
 func (d *DelayLine) Spin() time.Duration { return time.Duration(d.th.spin.Load()) }
 
-// drain takes every waiting packet in and gives it its deadline (thread
-// only).
+// drainBatch is how many reads of the queue socket drain makes at most
+// before the thread looks at its deadlines again. The kernel sends one
+// message per queued packet, one read each: a thread that drained a
+// backlog whole under a stream of small packets released nothing
+// meanwhile (measured with 1400-byte datagrams at 1 Gbit/s: p99 release
+// lateness 66 µs to 3.6 ms in four runs; with batches of 32, 15-264 µs in
+// three, see BenchmarkDelayLineUDP).
+const drainBatch = 32
+
+// drain takes up to drainBatch waiting packets in and gives each its
+// deadline (thread only).
 func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket {
-	for {
+	for range drainBatch {
 		var err error
 		pk, err = d.sock.recv(buf, pk[:0])
 		if errors.Is(err, errAgain) {
@@ -300,6 +306,7 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket 
 			d.received.Add(1)
 		}
 	}
+	return pk
 }
 
 // release sends one batch verdict per queue for the packets that are due
@@ -349,9 +356,10 @@ func (d *DelayLine) Realtime() bool { return d.th.isRT.Load() }
 
 // Err returns the first error of the delay line's thread, if any.
 func (d *DelayLine) Err() error {
-	d.errMu.Lock()
-	defer d.errMu.Unlock()
-	return d.err
+	if p := d.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // LineStats is what a delay line reports.
@@ -380,6 +388,9 @@ type LineStats struct {
 	// LateWakes counts wake-ups after the deadline itself.
 	WakeOvershoot ptimer.Stats
 	LateWakes     int64
+	// Yields is how long the thread's own passes through the Go
+	// scheduler took (see lineThread); Count is how many it made.
+	Yields ptimer.Stats
 }
 
 // Stats returns the counters so far.
@@ -399,6 +410,7 @@ func (d *DelayLine) Stats() (LineStats, error) {
 		VerdictCost:   d.verdictCost.Stats(),
 		WakeOvershoot: d.th.wakeOver.Stats(),
 		LateWakes:     d.lateWakes.Load(),
+		Yields:        d.th.yieldCost.Stats(),
 	}, err
 }
 

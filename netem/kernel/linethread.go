@@ -49,10 +49,13 @@ type lineThread struct {
 	adapt   bool           // thread only
 	margins *ptimer.Margin // thread only
 
-	spinNs   atomic.Int64 // total time spent spinning
-	wakeOver ptimer.Histogram
-	tid      atomic.Int64
-	isRT     atomic.Bool
+	spinNs atomic.Int64 // total time spent spinning
+	// yieldCost is how long each pass through the Go scheduler took
+	// (see yieldEvery).
+	yieldCost ptimer.Histogram
+	wakeOver  ptimer.Histogram
+	tid       atomic.Int64
+	isRT      atomic.Bool
 
 	base    time.Time
 	monoOff int64 // CLOCK_MONOTONIC ns = monoOff + time.Since(base)
@@ -66,6 +69,28 @@ type lineReq struct {
 	attach bool
 	ack    chan struct{}
 }
+
+// The Go runtime preempts a goroutine that has not passed through its
+// scheduler for 10 ms (sysmon's forcePreemptNS), at its next function call.
+// A line thread never passes through it on its own (it sleeps and spins in
+// system calls), and for a goroutine locked to its thread a preemption
+// costs a hand-off: the thread parks and waits until another thread of the
+// runtime wakes, finds the goroutine and hands the P back, two cross-CPU
+// wake-ups (50-200 µs on a virtual machine). Traced on the Delft
+// calibration, such preemptions were most of the releases more than 50 µs
+// late, caught in the spin before a deadline or just after the wake-up for
+// one. So the thread holds the runtime's pin (no preemption; sleeping and
+// spinning in system calls does not hold up a stop of the world) except
+// while it answers requests, and passes through the scheduler itself
+// (runtime.Gosched, the same hand-off, p50 35 µs, p99 110 µs measured
+// here) every yieldEvery, right after a release when nothing is due for at
+// least yieldRoom; if deadlines come back to back for yieldForce, it
+// yields after a release anyway.
+const (
+	yieldEvery = 8 * time.Millisecond
+	yieldRoom  = 300 * time.Microsecond
+	yieldForce = 20 * time.Millisecond
+)
 
 // liveThreads counts the running line threads (for tests).
 var liveThreads atomic.Int64
@@ -236,12 +261,26 @@ func (t *lineThread) run(started chan<- struct{}) {
 	zero := unix.Timespec{}
 	var spinSince int64   // start of the current run of spinning, 0: none
 	sleptFor := int64(-1) // the deadline the last timed sleep was for
+	pinned := false
+	lastYield := t.now()
+	unpin := func() {
+		if pinned {
+			procUnpin()
+			pinned = false
+		}
+	}
+	defer unpin()
 	for {
 		if t.hasReq.Load() {
+			unpin() // requests take a mutex: never block pinned
 			if t.applyRequests() {
 				return
 			}
 			rebuild()
+		}
+		if !pinned {
+			procPin()
+			pinned = true
 		}
 		for _, d := range t.lines {
 			d.release(t.now(), t.now)
@@ -258,6 +297,15 @@ func (t *lineThread) run(started chan<- struct{}) {
 					next, nextLine = q.fifo[q.head].at, d
 				}
 			}
+		}
+		// Pass through the Go scheduler here, away from any deadline,
+		// before the runtime would force it (see yieldEvery).
+		if since := now - lastYield; since >= int64(yieldEvery) && (next < 0 || next-now >= int64(yieldRoom) || since >= int64(yieldForce)) {
+			unpin()
+			runtime.Gosched()
+			lastYield = t.now()
+			t.yieldCost.Record(time.Duration(lastYield - now))
+			continue
 		}
 		var ts *unix.Timespec
 		var tmo int64
@@ -305,6 +353,7 @@ func (t *lineThread) run(started chan<- struct{}) {
 				d.fail(fmt.Errorf("delay line: poll: %w", err))
 			}
 			// Keep answering requests; without them Close would hang.
+			unpin()
 			time.Sleep(time.Millisecond)
 			continue
 		}

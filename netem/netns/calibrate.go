@@ -198,9 +198,9 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 					for _, h := range []*Host{a, b} {
 						if k, ok := insts[h].(*kernel.Installed); ok {
 							st, _ := k.LineStats()
-							logf("  %s: %d releases (%d early, within %v), lateness p99 %v max %v; timed wake-ups late p50 %v p99 %v, %d after a deadline; verdict p99 %v; spin margin %v",
+							logf("  %s: %d releases (%d early, within %v), lateness p99 %v max %v; timed wake-ups late p50 %v p99 %v, %d after a deadline; verdict p99 %v; spin margin %v; %d yields, p99 %v",
 								h.Name, st.Lateness.Count, st.Early, kernel.Coalesce, st.Lateness.P99, st.Lateness.Max, st.WakeOvershoot.P50, st.WakeOvershoot.P99,
-								st.LateWakes, st.VerdictCost.P99, st.Spin)
+								st.LateWakes, st.VerdictCost.P99, st.Spin, st.Yields.Count, st.Yields.P99)
 						}
 					}
 				}
