@@ -1,0 +1,93 @@
+package batch
+
+import (
+	"sort"
+	"time"
+)
+
+// step says that free processors are idle from at until the next step's at
+// (the last step lasts forever).
+type step struct {
+	at   time.Duration
+	free int
+}
+
+// profile is the availability profile of a cluster from an origin (now) on:
+// a step function of free processors. steps[0].at is the origin, the steps
+// are in increasing time and the last one has every processor free, because
+// every job ends.
+type profile struct {
+	capacity int
+	steps    []step
+}
+
+func newProfile(origin time.Duration, capacity int) *profile {
+	return &profile{capacity: capacity, steps: []step{{at: origin, free: capacity}}}
+}
+
+// index returns the index of the step holding t (t >= origin).
+func (p *profile) index(t time.Duration) int {
+	return sort.Search(len(p.steps), func(i int) bool { return p.steps[i].at > t }) - 1
+}
+
+// split makes sure a step begins at t and returns its index.
+func (p *profile) split(t time.Duration) int {
+	i := p.index(t)
+	if p.steps[i].at == t {
+		return i
+	}
+	p.steps = append(p.steps, step{})
+	copy(p.steps[i+2:], p.steps[i+1:])
+	p.steps[i+1] = step{at: t, free: p.steps[i].free}
+	return i + 1
+}
+
+// add changes the free processors on [from, to) by delta (negative to
+// occupy, positive to release) and merges steps left equal.
+func (p *profile) add(from, to time.Duration, delta int) {
+	if to <= from {
+		return
+	}
+	i := p.split(from)
+	j := p.split(to)
+	for k := i; k < j; k++ {
+		p.steps[k].free += delta
+	}
+	// Steps inside [i, j) moved together and stay distinct; only the two
+	// boundaries may now separate equal steps.
+	if j < len(p.steps) && p.steps[j].free == p.steps[j-1].free {
+		p.steps = append(p.steps[:j], p.steps[j+1:]...)
+	}
+	if i > 0 && p.steps[i].free == p.steps[i-1].free {
+		p.steps = append(p.steps[:i], p.steps[i+1:]...)
+	}
+}
+
+// minFree returns the least number of free processors on [from, to).
+func (p *profile) minFree(from, to time.Duration) int {
+	m := p.capacity
+	for k := p.index(from); k < len(p.steps) && p.steps[k].at < to; k++ {
+		m = min(m, p.steps[k].free)
+	}
+	return m
+}
+
+// earliest returns the earliest instant s >= lb (lb >= origin) such that
+// procs processors are free during [s, s+d). It always exists when procs
+// does not exceed the capacity, since the last step has everything free.
+func (p *profile) earliest(lb time.Duration, procs int, d time.Duration) time.Duration {
+	i := p.index(lb)
+	for i < len(p.steps) {
+		s := max(lb, p.steps[i].at)
+		j := i
+		for j < len(p.steps) && p.steps[j].at < s+d && p.steps[j].free >= procs {
+			j++
+		}
+		if j == len(p.steps) || p.steps[j].at >= s+d {
+			return s
+		}
+		i = j + 1 // step j is too full: no start before its end fits
+	}
+	// Unreachable for procs <= capacity: the last step is fully free.
+	return p.steps[len(p.steps)-1].at
+}

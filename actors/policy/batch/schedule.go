@@ -1,0 +1,193 @@
+package batch
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy is a batch-queue discipline of one cluster.
+type Policy interface {
+	// Name is the key of the policy in Registry.
+	Name() string
+	// Schedule plans the queue at instant now on a cluster of capacity
+	// processors where running hold processors. It fails, naming the input
+	// at fault, when the inputs are malformed: capacity below 1, a job with
+	// no processor, more processors than the cluster or a walltime not
+	// above 0, more processors running than the cluster has, duplicate
+	// queued IDs, or a job without a reservation queued ahead of one that
+	// holds a reservation.
+	Schedule(now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error)
+}
+
+// EstimateCompletion returns the completion time (reservation + walltime)
+// candidate would get if it were appended to queue now under policy p: the
+// schedule of queue plus candidate, read at candidate. The candidate's Held
+// field is ignored. Completion is the walltime end, the latest the job may
+// finish, since the planner does not know actual run times.
+func EstimateCompletion(p Policy, now time.Duration, capacity int, running []Running, queue []Queued, candidate Queued) (time.Duration, error) {
+	candidate.Held = false
+	q := append(append(make([]Queued, 0, len(queue)+1), queue...), candidate)
+	plan, err := p.Schedule(now, capacity, running, q)
+	if err != nil {
+		return 0, err
+	}
+	return plan.Reservations[len(q)-1].End, nil
+}
+
+// schedule is the planner shared by FCFS and CBF; the two differ only by the
+// lower bound of a job's start: now for CBF, the reservation of the job ahead
+// in the queue for FCFS (so jobs start in queue order and none jumps ahead).
+//
+// Rule:
+//  1. The profile starts from the running jobs, each holding its processors
+//     until its End (a job whose End is not after now releases them now).
+//  2. Held reservations are put back in queue order; one that no longer fits
+//     (inconsistent input) is marked Broken and placed afresh, in its queue
+//     position, by the first compression pass.
+//  3. Compression: in queue order, each held job is taken out of the profile
+//     and put back at the earliest start that fits (respecting the policy's
+//     lower bound) on the profile made of the running jobs and every other
+//     reservation. Its own old slot is still free, so it never moves later;
+//     it moves earlier when resources freed up early. Passes repeat until no
+//     reservation moves (at most one pass per held job plus one; in
+//     practice two or three), so every held job ends at the earliest start
+//     that the other reservations allow.
+//  4. Jobs without a reservation get one, in queue order, at the earliest
+//     start that fits on the profile holding every reservation: a later job
+//     may start before an earlier one (backfill, CBF only) only in a hole
+//     where it delays no reservation.
+//  5. The jobs whose reservation is now start now.
+//
+// Choices where SPEC §5 is silent:
+//   - Compression goes in queue order and repeats to a fixed point. A job
+//     that holds a reservation keeps its promise even when an earlier job
+//     could have moved further forward without it: promises are never
+//     broken to improve another job (see TestCompressionKeepsPromises).
+//   - FCFS keeps promises the same way; with FCFS every reservation is at or
+//     after the one of the job ahead.
+//   - Holds are half-open intervals [start, end): a job ending at t frees
+//     its processors for a job starting at t.
+//   - A job with no held reservation queued ahead of one holding a
+//     reservation is refused (an error) rather than reordered: new jobs
+//     join the tail of the queue.
+func schedule(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	if capacity < 1 {
+		return Plan{}, fmt.Errorf("capacity %d is less than 1", capacity)
+	}
+	prof := newProfile(now, capacity)
+	busy := 0
+	for i, r := range running {
+		if err := checkJob(r.Procs, r.Walltime, capacity); err != nil {
+			return Plan{}, fmt.Errorf("running[%d] (job %q): %w", i, r.ID, err)
+		}
+		if r.End() > now {
+			busy += r.Procs
+			prof.add(now, r.End(), -r.Procs)
+		}
+	}
+	if busy > capacity {
+		return Plan{}, fmt.Errorf("running: %d processors busy on a cluster of %d", busy, capacity)
+	}
+	seen := make(map[string]bool, len(queue))
+	held := 0
+	for i, q := range queue {
+		if err := checkJob(q.Procs, q.Walltime, capacity); err != nil {
+			return Plan{}, fmt.Errorf("queue[%d] (job %q): %w", i, q.ID, err)
+		}
+		if seen[q.ID] {
+			return Plan{}, fmt.Errorf("queue[%d]: duplicate job ID %q", i, q.ID)
+		}
+		seen[q.ID] = true
+		if q.Held {
+			if held != i {
+				return Plan{}, fmt.Errorf("queue[%d] (job %q): holds a reservation behind a job without one", i, q.ID)
+			}
+			held++
+		}
+	}
+
+	res := make([]Reservation, len(queue))
+	placed := make([]bool, len(queue))
+	for i, q := range queue[:held] {
+		s := max(q.Reserved, now)
+		res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
+		if prof.minFree(s, s+q.Walltime) >= q.Procs {
+			prof.add(s, s+q.Walltime, -q.Procs)
+			placed[i] = true
+		} else {
+			res[i].Broken = true
+		}
+	}
+	for pass := 0; pass <= held; pass++ {
+		moved := false
+		lb := now
+		for i, q := range queue[:held] {
+			if placed[i] {
+				prof.add(res[i].Start, res[i].End, q.Procs)
+			}
+			s := prof.earliest(lb, q.Procs, q.Walltime)
+			if !placed[i] || s != res[i].Start {
+				moved = true
+			}
+			if s > max(q.Reserved, now) {
+				res[i].Broken = true
+			}
+			res[i].Start, res[i].End = s, s+q.Walltime
+			prof.add(s, s+q.Walltime, -q.Procs)
+			placed[i] = true
+			if !backfill {
+				lb = s
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	next := now
+	if !backfill && held > 0 {
+		next = res[held-1].Start
+	}
+	for i, q := range queue[held:] {
+		s := prof.earliest(next, q.Procs, q.Walltime)
+		res[held+i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
+		prof.add(s, s+q.Walltime, -q.Procs)
+		if !backfill {
+			next = s
+		}
+	}
+	plan := Plan{Reservations: res, prof: prof, next: next}
+	for _, r := range res {
+		if r.Start == now {
+			plan.Start = append(plan.Start, r.ID)
+		}
+	}
+	return plan, nil
+}
+
+// FCFS is first come, first served: jobs start in queue order, each at the
+// earliest instant at or after the start of the job ahead where its
+// processors are free for its whole walltime. It is CBF without backfilling
+// (SPEC §5); see schedule for the shared rule.
+type FCFS struct{}
+
+// Name is "fcfs".
+func (FCFS) Name() string { return "fcfs" }
+
+// Schedule plans the queue first come, first served.
+func (FCFS) Schedule(now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	return schedule(false, now, capacity, running, queue)
+}
+
+// CBF is Conservative Backfilling: every job gets a reservation when it is
+// queued, at the earliest instant where it fits without delaying any earlier
+// reservation, and moves forward (never back) when resources free up early.
+// See schedule for the rule and the choices where SPEC §5 is silent.
+type CBF struct{}
+
+// Name is "cbf".
+func (CBF) Name() string { return "cbf" }
+
+// Schedule plans the queue with conservative backfilling.
+func (CBF) Schedule(now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	return schedule(true, now, capacity, running, queue)
+}
