@@ -1,7 +1,11 @@
-// Package launch starts a run's actors on a backend and takes them down
-// again: `inproc` (every actor in this process, links shaped by the
-// userspace shaper) and `docker` (every actor in its own container, see
-// launch/docker). It shapes the links, probes them for the information
-// service, replays the workload to runner actors, shows progress and writes
-// the results directory. Setup steps undo themselves on failure.
+// Package launch runs a scenario plan on a backend. A backend is a value
+// (Backend: name, run, calibrate, clean, capabilities) found in one
+// explicit registry (Backends, LookupBackend): inproc (every actor in this
+// process, links shaped in userspace), netns (every actor host a process
+// in its own network namespace) and docker (every actor host in its own
+// container); launch/grid drives the last two. Check is the one place a
+// backend refuses what it cannot do. Every backend builds the roles and
+// finishes the results through launch/wiring, so they differ only in where
+// an actor lives and how its PID is found. Clean removes what runs left
+// whose owner process is gone (launch/owner), or the runs it is told to.
 package launch

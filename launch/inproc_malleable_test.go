@@ -2,7 +2,6 @@ package launch
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,54 +12,14 @@ import (
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// malleableE2E is a small malleable workload on one cluster of 16
-// single-processor nodes under PWA/FPSMA: an n-body job starts on 2
-// processors and grows to fill the cluster; an FT job (at 150 s) and a
-// rigid job of 4 (at 200 s) then only fit once the n-body job shrinks
-// (mandatory); it grows again when FT ends. More iterations than the
-// defaults (args) give safe points every few scenario seconds. Time scale
-// 200: about 3 s of wall time.
-const malleableE2E = `
-name: malleable-e2e
-seed: 3
-time_scale: 200
-topology:
-  clusters:
-    - {name: leiden, nodes: 16, processors: 1, cpu_ghz: 2.6, speed: 1.0, interconnect: myri10g}
-  links: {preset: das3}
-workload:
-  jobs:
-    - {at_s: 0,   application: nbody, size: 2, request: non-fixed, malleable: true, max: 16, args: {iterations: 24000, data_mb: 8}}
-    - {at_s: 150, application: ft,    size: 2, request: non-fixed, malleable: true, max: 8, args: {iterations: 6000, data_mb: 4}}
-    - {at_s: 200, application: nbody, size: 4, request: non-fixed, args: {iterations: 24000, data_mb: 4}}
-policy:
-  placement: wf
-  startup_delay_s: 10
-  probe_period_s: 300
-  malleability: {approach: pwa, policy: fpsma, threshold: 1.0, poll_period_s: 20}
-`
-
 // TestMalleableEndToEnd runs real malleable applications through the
 // malleability manager, the MRunners and the node actors: the jobs grow and
 // shrink (a mandatory shrink honoured at the first safe point, as the run's
 // own invariant checks require), every job completes (each rank checked its
 // data byte for byte), and the data of every resize crossed the network.
 func TestMalleableEndToEnd(t *testing.T) {
-	s, err := scenarios.Parse([]byte(malleableE2E), "malleable-e2e.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := RunInproc(ctx, plan, Options{Out: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "malleable-e2e.yaml")))
+	res, dir := runInTemp(t, plan, 2*time.Minute)
 	for _, j := range res.Jobs {
 		if j.Status != "completed" {
 			t.Errorf("job %s (%s): %s %s", j.ID, j.App, j.Status, j.Reason)

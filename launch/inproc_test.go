@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -21,21 +22,12 @@ func TestSmokeEndToEnd(t *testing.T) {
 		t.Skip("end-to-end run; skipped with -short")
 	}
 	before := runtime.NumGoroutine()
-	s, err := scenarios.LoadBuiltin("das3-smoke")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := RunInproc(ctx, plan, Options{Out: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Time scale 60 without dilation, whatever the scenario's (auto)
+	// dilation would choose on this host: about 2 s of wall time per
+	// scenario minute, and the co-allocations the assertions count on.
+	scale, dilation := 60.0, 1.0
+	plan := expandWith(t, scenarios.Overrides{TimeScale: &scale, Dilation: &dilation})(scenarios.LoadBuiltin("das3-smoke"))
+	res, dir := runInTemp(t, plan, 5*time.Minute)
 	if res.Summary.Jobs.Submitted != len(plan.Jobs) {
 		t.Fatalf("submitted %d of %d jobs", res.Summary.Jobs.Submitted, len(plan.Jobs))
 	}
@@ -56,10 +48,8 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if res.Summary.CoallocatedPct == 0 {
 		t.Error("the smoke scenario co-allocates at least one job; none was")
 	}
-	for _, f := range []string{"results.json", "jobs.csv", "events.jsonl", "manifest.json"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Errorf("results directory lacks %s: %v", f, err)
-		}
+	if missing := wiring.MissingResults(dir, false); len(missing) > 0 {
+		t.Errorf("results directory lacks %v", missing)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -86,6 +76,41 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 }
 
+// expand returns a function that expands a loaded scenario, failing the
+// test on any error.
+func expand(t *testing.T) func(*scenarios.Scenario, error) *scenarios.Plan {
+	return expandWith(t, scenarios.Overrides{})
+}
+
+// expandWith is expand with overrides.
+func expandWith(t *testing.T, o scenarios.Overrides) func(*scenarios.Scenario, error) *scenarios.Plan {
+	return func(s *scenarios.Scenario, err error) *scenarios.Plan {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := s.Expand(ScenarioEnv(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+}
+
+// runInTemp runs plan on the inproc backend with its results in a
+// temporary directory, failing the test on an error.
+func runInTemp(t *testing.T, plan *scenarios.Plan, timeout time.Duration) (*Result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := RunInproc(ctx, plan, Options{Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, dir
+}
+
 func firstLines(s string, n int) string {
 	lines := strings.SplitN(s, "\n", n+1)
 	if len(lines) > n {
@@ -96,15 +121,8 @@ func firstLines(s string, n int) string {
 
 // A malformed choice of shaper fails before anything starts.
 func TestInprocRefusesKernelShapers(t *testing.T) {
-	s, err := scenarios.LoadBuiltin("das3-smoke")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = RunInproc(context.Background(), plan, Options{Shaper: "netem"})
+	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
+	_, err := RunInproc(context.Background(), plan, Options{Shaper: "netem"})
 	if err == nil || !strings.Contains(err.Error(), "not available on the inproc backend") {
 		t.Fatalf("want a clear refusal, got %v", err)
 	}

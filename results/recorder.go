@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/fidelity"
 )
 
 // Job is everything recorded about one job. Times are scenario seconds since
@@ -39,6 +40,10 @@ type Job struct {
 	Grows     int     `json:"grows,omitempty"`
 	Shrinks   int     `json:"shrinks,omitempty"`
 	ResizeS   float64 `json:"resize_s,omitempty"`
+	// Fidelity: what the job's ranks measured (nil when they measured
+	// nothing), and its figures and verdict (see package fidelity).
+	Fidelity *fidelity.Stats   `json:"-"`
+	Figures  *fidelity.Figures `json:"fidelity,omitempty"`
 }
 
 // Wait is start - submit.
@@ -184,6 +189,12 @@ func (r *Recorder) fold(ev *msg.Event) {
 		j.Status = ev.Fields["status"]
 		j.Reason = ev.Fields["reason"]
 		j.BytesSent = ev.Values["bytes_sent"]
+		if f := ev.Fields[fidelity.EventField]; f != "" {
+			if st, err := fidelity.Decode(f); err == nil {
+				fig := fidelity.Judge(st, fidelity.DefaultThresholds())
+				j.Fidelity, j.Figures = st, &fig
+			}
+		}
 		if j.Malleable {
 			j.AvgProcs, j.MaxProcs = ev.Values["avg_procs"], ev.Values["max_procs"]
 			j.Grows, j.Shrinks = int(ev.Values["grows"]), int(ev.Values["shrinks"])

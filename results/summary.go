@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/koala-emu/koala-emu/fidelity"
 )
 
 // Meta describes the run a summary belongs to.
@@ -60,7 +62,11 @@ type Summary struct {
 	ExecByApp              map[string]Stat `json:"exec_by_app"`
 	ExecByClusters         map[string]Stat `json:"exec_by_clusters"`
 	Malleability           *Malleability   `json:"malleability,omitempty"`
-	Extra                  map[string]any  `json:"extra,omitempty"`
+	// Books are the run's job accounts (see Books); nil until the run closes them.
+	Books *Books `json:"books,omitempty"`
+	// Fidelity says whether the host kept up (see package fidelity).
+	Fidelity *fidelity.Report `json:"fidelity,omitempty"`
+	Extra    map[string]any   `json:"extra,omitempty"`
 }
 
 // Summarize computes the summary of a run from its job records. Averages are
@@ -155,13 +161,18 @@ func WriteJobsCSV(dir string, jobs []Job) error {
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"id", "application", "size", "request", "components", "clusters", "submit_s", "placement_s",
 		"start_s", "end_s", "wait_s", "queue_s", "startup_s", "exec_s", "response_s", "tries", "status", "reason",
-		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s"})
+		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s",
+		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, j := range jobs {
 		_ = w.Write([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
 			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
 			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
-			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS)})
+			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS),
+			verdict(j.Figures), fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Compute.P99 }),
+			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Link.P99 }),
+			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Backlog.P99 }),
+			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Stretch })})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -210,6 +221,7 @@ func (s Summary) Print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "invariants\t%s (%d checks)\n", verdict, sumInts(m.Checks))
 	}
+	printFidelity(tw, s.Fidelity)
 	tw.Flush()
 }
 

@@ -17,6 +17,13 @@
 // of the applications' profiles comes in through Env, so that it depends on
 // no actor package.
 //
+// dilation is a factor >= 1 or auto, and wall_budget (a Go duration or
+// seconds) may replace time_scale: what the scenario leaves to the launcher
+// shows in Plan.DilationAuto and Plan.WallBudget, and the launcher fixes it
+// with Plan.Resolve. Every duration and count is range-checked (the Max*
+// constants) so that nothing overflows time.Duration or int32, and what
+// Validate accepts Expand turns into a Plan.
+//
 // Every duration in a Plan is scenario time. The runtime converts to wall
 // time with the scenario's time scale and dilation; Plan.Links is the
 // undilated matrix (apply netem.Link.Dilate at run time).

@@ -55,6 +55,8 @@ func (s *Scenario) Expand(env Env, o Overrides) (*Plan, error) {
 		Seed:             r.seed,
 		TimeScale:        r.timeScale,
 		Dilation:         r.dilation,
+		DilationAuto:     r.dilationAuto,
+		WallBudget:       r.wallBudget,
 		Clusters:         slices.Clone(r.clusters),
 		Links:            cloneMatrix(r.links),
 		Background:       slices.Clone(r.background),

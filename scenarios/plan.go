@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/koala-emu/koala-emu/netem"
@@ -11,10 +12,22 @@ import (
 // runtime divides by the time scale (and multiplies by the dilation) to get
 // wall time.
 type Plan struct {
-	Name      string
-	Seed      int64
+	Name string
+	Seed int64
+	// TimeScale is the scenario's time scale; 1 while WallBudget is set and
+	// the launcher has not resolved it (see Resolve).
 	TimeScale float64
-	Dilation  float64
+	// Dilation is the dilation factor; 1 while DilationAuto is set and the
+	// launcher has not resolved it (see Resolve).
+	Dilation float64
+	// DilationAuto: the scenario (or the command line) asks the launcher to
+	// choose the dilation the host can carry. The launcher resolves it with
+	// Resolve before the run starts.
+	DilationAuto bool
+	// WallBudget, when greater than 0, is the wall time the run may take,
+	// given in place of a time scale: the launcher derives the time scale
+	// from it (and the dilation) and sets it with Resolve.
+	WallBudget time.Duration
 	// Clusters are the included clusters, in file order.
 	Clusters []Cluster
 	// Links is the undilated link matrix over Clusters (same order): the
@@ -195,10 +208,17 @@ type ProfileBounds struct {
 // block they change (policy.malleability, workload.malleable) in the
 // scenario; Expand reports an error otherwise.
 type Overrides struct {
-	Seed      *int64
+	Seed *int64
+	// TimeScale replaces time_scale, and drops a wall_budget of the
+	// scenario: a time scale on the command line wins.
 	TimeScale *float64
 	Placement *string
-	Dilation  *float64
+	// Dilation replaces the scenario's dilation with a factor (>= 1), and
+	// DilationAuto with auto; giving both is an error. The Dilation type's
+	// Set method (a flag.Value) and ParseDilation read "auto" or a number
+	// for a command line: see Dilation.Override.
+	Dilation     *float64
+	DilationAuto bool
 	// MalleabilityPolicy replaces policy.malleability.policy.
 	MalleabilityPolicy *string
 	// Approach replaces policy.malleability.approach.
@@ -246,9 +266,17 @@ func (s *Scenario) apply(o Overrides) (*Scenario, Errors) {
 		v := *o.TimeScale
 		c.TimeScale = &v
 	}
-	if o.Dilation != nil {
-		v := *o.Dilation
-		c.Dilation = &v
+	switch {
+	case o.Dilation != nil && o.DilationAuto:
+		errs = append(errs, FieldError{Path: "dilation",
+			Msg: fmt.Sprintf("the overrides give both a dilation factor (%g) and auto; give one", *o.Dilation)})
+	case o.Dilation != nil:
+		c.Dilation = &Dilation{Factor: *o.Dilation}
+	case o.DilationAuto:
+		c.Dilation = &Dilation{Auto: true}
+	}
+	if o.TimeScale != nil {
+		c.WallBudget = nil
 	}
 	if o.Placement != nil {
 		c.Policy.Placement = *o.Placement

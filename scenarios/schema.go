@@ -27,8 +27,13 @@ type Scenario struct {
 	// dilation. Arrivals, durations and iteration counts are divided by k at
 	// run time; per-message latency and bandwidth are not.
 	TimeScale *float64 `yaml:"time_scale,omitempty"`
-	// Dilation d >= 1 (default 1): latency x d, bandwidth / d, compute x d.
-	Dilation *float64     `yaml:"dilation,omitempty"`
+	// WallBudget is the alternative to TimeScale (giving both is an error):
+	// the wall time the run may take, as a Go duration ("10m") or seconds.
+	// The launcher derives the time scale from it and the dilation.
+	WallBudget *WallBudget `yaml:"wall_budget,omitempty"`
+	// Dilation d >= 1 (default 1): latency x d, bandwidth / d, compute x d;
+	// or auto: the launcher chooses the smallest d the host carries.
+	Dilation *Dilation    `yaml:"dilation,omitempty"`
 	Topology TopologySpec `yaml:"topology"`
 	Workload WorkloadSpec `yaml:"workload"`
 	Policy   PolicySpec   `yaml:"policy"`
@@ -303,6 +308,13 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 	add := func(p, format string, args ...any) {
 		*errs = append(*errs, FieldError{Path: p, Msg: fmt.Sprintf(format, args...)})
 	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		// A field type of its own (Dilation, WallBudget) says what it accepts.
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			add(path, "line %d: %v", n.Line, err)
+		}
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -367,6 +379,8 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 		}
 	}
 }
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func joinPath(path, key string) string {
 	if path == "" {

@@ -106,7 +106,11 @@ func (n *Nodes) take(owner string, count int) []string {
 }
 
 // Release frees the nodes a job holds (all of them when names is empty) and
-// returns how many were freed.
+// returns how many were freed. A node another job (or a local job) holds is
+// left alone, so a late release never frees someone else's node. Whoever
+// releases gives a node back only once the node actor holds nothing of the
+// job any more (the malleable runner waits for the rank's RankDone, or for
+// the node's refusal of it).
 func (n *Nodes) Release(job string, names []string) int {
 	want := map[string]bool{}
 	for _, nm := range names {

@@ -161,3 +161,31 @@ func TestBackgroundStaysInBand(t *testing.T) {
 		t.Fatal("a zero band must be disabled")
 	}
 }
+
+// A release frees only the nodes the releasing job holds: a late or
+// mistaken release (of nodes another job holds now, or of nodes a job never
+// had) leaves them held, so ownership per node is the one truth claims go by.
+func TestReleaseFreesOnlyTheJobsOwnNodes(t *testing.T) {
+	n := NewNodes(names(4))
+	a, _ := n.Claim("j1", 2)
+	if got := n.Release("j1", a); got != 2 {
+		t.Fatalf("release freed %d", got)
+	}
+	b, _ := n.Claim("j2", 4) // j2 now holds j1's former nodes
+	if got := n.Release("j1", a); got != 0 {
+		t.Fatalf("a late release by j1 freed %d of j2's nodes", got)
+	}
+	if got := n.Release("j1", nil); got != 0 {
+		t.Fatalf("j1's release of everything freed %d of j2's nodes", got)
+	}
+	n.SubmitLocal(LocalJob{ID: "l", Nodes: 1})
+	if n.Idle() != 0 || len(n.StartLocal()) != 0 {
+		t.Fatal("a local job started on a node j2 holds")
+	}
+	if got := n.Release("j2", b[:1]); got != 1 || len(n.StartLocal()) != 1 {
+		t.Fatalf("j2's release freed %d, local job not started", got)
+	}
+	if _, err := n.Claim("j3", 1); !errors.Is(err, ErrNotEnough) {
+		t.Fatalf("claim of a node the local job holds: %v", err)
+	}
+}

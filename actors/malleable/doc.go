@@ -12,9 +12,13 @@
 // claims the new processors one at a time at the cluster manager and starts
 // ranks on them before asking the running ranks to resize; on shrink the
 // departing ranks hand their data over and end first, and only then are their
-// processors freed. It replies with the accepted number, acknowledges the
-// change with the new size and the time the application spent resizing, and
-// reports voluntary releases.
+// processors freed. Every processor is given back only once its node holds
+// nothing of the job (the rank reported RankDone, also after an abort, or
+// the node refused it), so a node is never handed to a second job while it
+// still runs a rank of the first; JobFinished follows the last one. It
+// replies with the accepted number, acknowledges the change with the new
+// size and the time the application spent resizing, and reports voluntary
+// releases.
 //
 // The manager receives the information service's view, keeps the running
 // jobs per cluster, and every poll period (and on every submission) applies a

@@ -224,10 +224,12 @@ compute:
 	}
 	a.done = true
 	for _, m := range a.members {
-		root.Send(m.nodePID, &fakeFree{})
 		if m.joiner {
-			continue // the runner aborts ranks that never joined
+			// A rank that was joining holds its node until the runner
+			// aborts it, and then reports RankDone (as a real node does).
+			continue
 		}
+		root.Send(m.nodePID, &fakeFree{})
 		root.Send(a.runner, &msg.RankDone{JobId: a.job, Rank: m.rank, Node: m.node, Ok: true, Iterations: int32(a.iters),
 			Value: float64(a.iters), BytesSent: 1000})
 	}
@@ -259,6 +261,31 @@ type world struct {
 	resizeS  float64 // resize time the fake ranks report
 	stop     chan struct{}
 	sizes    map[string]int
+	// holdAborts makes a node whose rank is running (or joining) keep it
+	// after AbortRank until letGo: a real node's rank ends on its own
+	// goroutine, some time after the abort.
+	holdAborts bool
+	held       []*actor.PID
+}
+
+// letGo ends the ranks held after their abort: each node reports RankDone
+// and is free again. It returns how many there were.
+func (w *world) letGo() int {
+	w.mu.Lock()
+	held := w.held
+	w.held = nil
+	w.mu.Unlock()
+	for _, pid := range held {
+		w.sys.Root.Send(pid, &fakeLetGo{})
+	}
+	return len(held)
+}
+
+// heldCount is the number of nodes holding an aborted rank.
+func (w *world) heldCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.held)
 }
 
 // newWorld builds the harness for clusters named in order with the given
@@ -354,6 +381,8 @@ func (w *world) app(job string, runner *actor.PID, size int, args map[string]flo
 
 type fakeFree struct{}
 
+type fakeLetGo struct{}
+
 type fakeNode struct {
 	w      *world
 	name   string
@@ -363,6 +392,8 @@ type fakeNode struct {
 	runner *actor.PID
 	args   map[string]float64
 	state  int // 0 idle, 1 listening, 2 in the application
+	// aborting: an abort is held (see world.holdAborts); the node stays busy
+	aborting bool
 }
 
 func (n *fakeNode) Receive(ctx actor.Context) {
@@ -406,10 +437,20 @@ func (n *fakeNode) Receive(ctx actor.Context) {
 		}
 		a.mu.Unlock()
 	case *msg.AbortRank:
-		if n.state == 0 || x.JobId != n.job {
+		if n.state == 0 || x.JobId != n.job || n.aborting {
 			return
 		}
 		wasRunning := n.state == 2
+		n.w.mu.Lock()
+		hold := n.w.holdAborts && wasRunning
+		if hold {
+			n.w.held = append(n.w.held, ctx.Self())
+		}
+		n.w.mu.Unlock()
+		if hold {
+			n.aborting = true
+			return
+		}
 		a := n.w.app(n.job, n.runner, n.size, n.args)
 		a.mu.Lock()
 		delete(a.members, n.name)
@@ -418,7 +459,17 @@ func (n *fakeNode) Receive(ctx actor.Context) {
 			ctx.Send(n.runner, &msg.RankDone{JobId: n.job, Rank: n.rank, Node: n.name, Error: "aborted: " + x.Reason})
 		}
 		n.state, n.job = 0, ""
+	case *fakeLetGo:
+		if !n.aborting {
+			return
+		}
+		a := n.w.app(n.job, n.runner, n.size, n.args)
+		a.mu.Lock()
+		delete(a.members, n.name)
+		a.mu.Unlock()
+		ctx.Send(n.runner, &msg.RankDone{JobId: n.job, Rank: n.rank, Node: n.name, Error: "aborted"})
+		n.state, n.job, n.aborting = 0, "", false
 	case *fakeFree:
-		n.state, n.job = 0, ""
+		n.state, n.job, n.aborting = 0, "", false
 	}
 }

@@ -142,7 +142,12 @@ type poll struct{}
 // a request in flight is not offered to the policies again until its reply
 // (accepted 0) or its ResizeAck; a cluster with shrinks in flight takes no
 // decision until they are acknowledged, and the start that relies on them is
-// claimed only then. Jobs that leave (JobFinished) drop their requests.
+// claimed only then, and only if the shrinks released enough: every start
+// is checked against what KOALA holds at that moment (booked sizes, grows and
+// claims in flight) and goes back to the queue when it does not fit. An
+// operation that times out is booked at its worst case (a grow as done, a
+// shrink as not done) until the runner's late acknowledgement says what
+// happened. Jobs that leave (JobFinished) drop their requests.
 //
 // Shrinks are mandatory (PWA), grows voluntary. Rounds run every PollPeriod
 // and on every submission; each round emits nothing by itself but the
@@ -506,7 +511,7 @@ func (m *manager) round(ctx actor.Context) {
 				m.after[s.name] = append(m.after[s.name], w)
 				continue
 			}
-			m.claim(ctx, w)
+			m.start(ctx, w)
 		}
 		m.checkCluster(s.name)
 	}
@@ -575,6 +580,29 @@ func abs(x int) int {
 }
 
 // --- starting jobs --------------------------------------------------------
+
+// start claims the processors of a job a round started on cluster w.at, if
+// it fits what KOALA may hold there now; otherwise the job goes back to the
+// queue for the next round. The check is against holding, which counts every
+// claim and grow in flight and no shrink before its acknowledgement, so it
+// holds whatever happened since the round decided: a start that waited for
+// shrinks is claimed only if they released enough (a shrink may be declined,
+// release less than asked, or time out), and never on the word of a round's
+// view alone.
+func (m *manager) start(ctx actor.Context, w *waiting) {
+	if st := m.status[w.at]; st != nil {
+		h := m.holding(w.at)
+		limit := min(pm.ClusterView{Capacity: int(st.Capacity), Threshold: m.threshold(w.at)}.Cap(), int(st.Capacity))
+		if h+w.size > limit {
+			m.emit("start_deferred", w.spec.Id, map[string]string{"cluster": w.at},
+				map[string]float64{"size": float64(w.size), "holding": float64(h), "cap": float64(limit)})
+			w.at, w.afterShrink = "", nil
+			m.requeue(w)
+			return
+		}
+	}
+	m.claim(ctx, w)
+}
 
 func (m *manager) claim(ctx actor.Context, w *waiting) {
 	m.nextID++
@@ -651,11 +679,11 @@ func (m *manager) clearOp(ctx actor.Context, j *mjob) {
 	id := j.op.id
 	delete(m.ops, id)
 	j.op = nil
-	var rest []*waiting
+	var rest, ready []*waiting
 	for _, w := range m.after[j.cluster] {
 		delete(w.afterShrink, id)
 		if len(w.afterShrink) == 0 {
-			m.claim(ctx, w)
+			ready = append(ready, w)
 			continue
 		}
 		rest = append(rest, w)
@@ -665,15 +693,25 @@ func (m *manager) clearOp(ctx actor.Context, j *mjob) {
 	} else {
 		m.after[j.cluster] = rest
 	}
+	for _, w := range ready {
+		m.start(ctx, w)
+	}
 }
 
-// expire gives up on operations unacknowledged past their deadline.
+// expire gives up on operations unacknowledged past their deadline. The
+// runner may still carry one out (a late ResizeAck sets the size), so the
+// books keep the worst case: an expired grow counts as done (the job is
+// booked at its size plus the grow), an expired shrink as not done (the
+// size stays, and a start waiting for it is claimed only if it fits).
 func (m *manager) expire(ctx actor.Context) {
 	now := m.env().Now()
 	for _, j := range m.sortedJobs() {
 		if j.op != nil && now > j.op.deadline {
 			m.emit("resize_timeout", j.id, map[string]string{"op": opName(j.op.grow), "cluster": j.cluster},
 				map[string]float64{"processors": float64(j.op.asked)})
+			if j.op.grow {
+				j.size += j.op.delta()
+			}
 			m.clearOp(ctx, j)
 		}
 	}
@@ -681,8 +719,10 @@ func (m *manager) expire(ctx actor.Context) {
 
 func (m *manager) finished(ctx actor.Context, x *msg.JobFinished) {
 	if j := m.jobs[x.JobId]; j != nil {
-		m.clearOp(ctx, j)
+		// Off the books first: its processors are free (the runner released
+		// them before it said so), which a start waiting for its op may use.
 		delete(m.jobs, x.JobId)
+		m.clearOp(ctx, j)
 		return
 	}
 	if w := m.take(x.JobId); w != nil {

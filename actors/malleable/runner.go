@@ -11,6 +11,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
+	"github.com/koala-emu/koala-emu/fidelity"
 )
 
 // RunnerConfig builds the MRunner of one malleable job.
@@ -66,7 +67,19 @@ type member struct {
 	conn     bool
 	released bool // reported RankResized released: its RankDone ends a departure
 	done     *msg.RankDone
+	// sent: StartRank went to the node; refused: the node answered it with
+	// an error (it never held the rank) or went down; ended: the node
+	// reported the end of a rank the runner had given up. See letGo.
+	sent, refused, ended bool
 }
+
+// letGo reports whether the member's node holds nothing of the job any
+// more, so that its processor may be given back: the rank was never
+// started, the node refused it, the rank reported RankDone (the node sends
+// it once the rank has ended, also after AbortRank), or the node is down.
+// A rank that was aborted (or whose job ended) is not gone until then: its
+// node may still be running it.
+func (m *member) letGo() bool { return !m.sent || m.refused || m.ended || m.done != nil }
 
 // request is one observed size-change request, queued until the runner is
 // free to act on it.
@@ -84,6 +97,9 @@ const (
 	phClaiming opPhase = iota
 	phStarting
 	phResizing
+	// phAborting: the grow was given up; it ends once every new rank's
+	// node has let go (see letGo).
+	phAborting
 )
 
 // op is the size change being executed.
@@ -109,6 +125,7 @@ type op struct {
 	safeMin    int32
 	safeMax    int32
 	safeReport bool
+	abortWhy   string // phAborting: why the grow was given up
 }
 
 type mrunner struct {
@@ -134,6 +151,12 @@ type mrunner struct {
 	cur       *op
 	nextID    int64
 	claimsOut int // claims not yet answered (the actor stops only without any)
+	// pending are the processors to give back once their node has let go
+	// (by node name); announced: JobFinished went out, which waits for
+	// them so that the manager's books never miss a processor the job
+	// still holds.
+	pending   map[string]*member
+	announced bool
 
 	// time-weighted size
 	lastT, area float64
@@ -176,7 +199,7 @@ func RunnerProps(cfg RunnerConfig) *actor.Props {
 		cfg.Profile = cfg.Job.App
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		r := &mrunner{cfg: cfg, byNode: map[string]*member{}}
+		r := &mrunner{cfg: cfg, byNode: map[string]*member{}, pending: map[string]*member{}}
 		r.job = pm.Job{ID: cfg.Job.Id, Size: int(cfg.Job.Size), Min: cfg.Min, Max: cfg.Max, Profile: cfg.Profile}
 		r.profile, r.hasProf = pm.LookupProfile(cfg.Profile)
 		return r
@@ -217,12 +240,18 @@ func (r *mrunner) Receive(ctx actor.Context) {
 			r.fail(ctx, fmt.Sprintf("ranks not ready within %s", r.cfg.RankTimeout))
 		}
 	case *msg.RankReady:
+		if r.settle(ctx, x.Node, x.Error != "", false) {
+			return
+		}
 		r.onReady(ctx, x)
 	case *msg.RankConnected:
 		r.onConnected(ctx, x)
 	case *msg.RankResized:
 		r.onResized(ctx, x)
 	case *msg.RankDone:
+		if r.settle(ctx, x.Node, false, true) {
+			return
+		}
 		r.onDone(ctx, x)
 	case *msg.GrowRequest:
 		r.observe(ctx, request{id: x.RequestId, grow: true, n: int(x.Processors), mandatory: x.Mandatory, initiator: ByScheduler})
@@ -240,6 +269,9 @@ func (r *mrunner) Receive(ctx actor.Context) {
 			r.abortGrow(ctx, fmt.Sprintf("new ranks not ready within %s", r.cfg.RankTimeout))
 		}
 	case *msg.NodeDown:
+		if r.settle(ctx, x.Node, true, false) {
+			return
+		}
 		if m := r.byNode[x.Node]; m != nil && m.state != mGone {
 			reason := fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason)
 			if m.state == mRunning || m.state == mDeparting {
@@ -292,6 +324,7 @@ func (r *mrunner) addMember(rank int32, n *msg.NodeRef) *member {
 }
 
 func (r *mrunner) startRank(ctx actor.Context, m *member, size int) {
+	m.sent = true
 	ctx.Send(m.pid, &msg.StartRank{
 		JobId: r.cfg.Job.Id, Rank: m.rank, Size: int32(size), App: r.cfg.Job.App, Args: r.cfg.Job.Args,
 		TimeScale: r.cfg.TimeScale, Cluster: r.cluster, Runner: msg.FromPID(ctx.Self()),
@@ -312,6 +345,9 @@ func (r *mrunner) launch(ctx actor.Context) {
 
 func (r *mrunner) onReady(ctx actor.Context, x *msg.RankReady) {
 	m := r.byNode[x.Node]
+	if m != nil && m.rank == x.Rank && x.Error != "" {
+		m.refused = true // whatever state the runner keeps: the node never held it
+	}
 	if m == nil || m.state != mStarting || m.rank != x.Rank {
 		return
 	}
@@ -323,7 +359,7 @@ func (r *mrunner) onReady(ctx actor.Context, x *msg.RankReady) {
 		return
 	}
 	if x.Error != "" {
-		m.state = mGone
+		m.state, m.refused = mGone, true
 		r.fail(ctx, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
 		return
 	}
@@ -579,7 +615,7 @@ func (r *mrunner) claimsDone(ctx actor.Context) {
 func (r *mrunner) joinerReady(ctx actor.Context, m *member, x *msg.RankReady) {
 	o := r.cur
 	if x.Error != "" {
-		m.state = mGone
+		m.state, m.refused = mGone, true
 		r.abortGrow(ctx, fmt.Sprintf("new rank %d on %s: %s", x.Rank, x.Node, x.Error))
 		return
 	}
@@ -612,28 +648,84 @@ func (r *mrunner) joinerReady(ctx actor.Context, m *member, x *msg.RankReady) {
 }
 
 // abortGrow gives up the grow under way before the application was asked to
-// resize: new ranks are aborted and their processors freed.
+// resize: new ranks are aborted and their processors freed as their nodes
+// let go; the grow ends (ResizeAck) once all have.
 func (r *mrunner) abortGrow(ctx actor.Context, reason string) {
 	o := r.cur
 	if o.cancel != nil {
 		o.cancel()
 		o.cancel = nil
 	}
-	var names []string
 	for _, m := range o.joiners {
 		if m.state != mGone {
 			ctx.Send(m.pid, &msg.AbortRank{JobId: r.cfg.Job.Id, Reason: reason})
 		}
 		m.state = mGone
-		names = append(names, m.node)
 		if r.byNode[m.node] == m {
 			delete(r.byNode, m.node)
 		}
 	}
-	if len(names) > 0 {
+	r.release(ctx, o.joiners)
+	o.phase, o.abortWhy = phAborting, reason
+	r.afterSettle(ctx)
+}
+
+// release gives the members' processors back: at once for the nodes that
+// have let go (see letGo), later (settle) for the others.
+func (r *mrunner) release(ctx actor.Context, ms []*member) {
+	var names []string
+	for _, m := range ms {
+		if m.letGo() {
+			names = append(names, m.node)
+		} else {
+			r.pending[m.node] = m
+		}
+	}
+	if len(names) > 0 && r.cfg.Clusters[r.cluster] != nil {
 		ctx.Send(r.cfg.Clusters[r.cluster], &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: names})
 	}
-	r.endGrow(ctx, reason)
+}
+
+// settle takes a report from a node whose processor waits to be given back:
+// a RankDone (done), a RankReady with an error (refused) or the node going
+// down (refused) means it holds nothing of the job any more; a RankReady
+// without an error means the aborted rank had opened, and its RankDone
+// follows. It reports whether the message was for such a node.
+func (r *mrunner) settle(ctx actor.Context, node string, refused, done bool) bool {
+	m := r.pending[node]
+	if m == nil {
+		return false
+	}
+	switch {
+	case done:
+		m.ended = true
+	case refused:
+		m.refused = true
+	default:
+		return true
+	}
+	delete(r.pending, node)
+	r.release(ctx, []*member{m})
+	r.afterSettle(ctx)
+	return true
+}
+
+// afterSettle moves on once nodes have let go: an aborted grow ends, a
+// finished job is announced and the actor may stop.
+func (r *mrunner) afterSettle(ctx actor.Context) {
+	if o := r.cur; o != nil && o.phase == phAborting && !r.finished {
+		for _, m := range o.joiners {
+			if r.pending[m.node] == m {
+				return
+			}
+		}
+		r.endGrow(ctx, o.abortWhy)
+		return
+	}
+	if r.finished && len(r.pending) == 0 {
+		r.announce(ctx)
+		r.maybeStop(ctx)
+	}
 }
 
 // endGrow closes a grow that added nothing.
@@ -724,7 +816,8 @@ func (r *mrunner) onDone(ctx actor.Context, x *msg.RankDone) {
 	switch m.state {
 	case mRunning, mDeparting:
 	default:
-		return // an aborted rank that never ran
+		m.ended = true // an aborted rank that never ran: its node let go
+		return
 	}
 	m.done = x
 	if m.released {
@@ -885,16 +978,15 @@ func (r *mrunner) finish(ctx actor.Context) {
 		o.cancel()
 	}
 	r.queue = nil
-	// Free every processor still held: members not yet released.
-	var names []string
+	// Free every processor still held (members not yet released), each
+	// once its node has let go.
+	var held []*member
 	for _, m := range r.members {
 		if r.byNode[m.node] == m {
-			names = append(names, m.node)
+			held = append(held, m)
 		}
 	}
-	if len(names) > 0 && r.cfg.Clusters[r.cluster] != nil {
-		ctx.Send(r.cfg.Clusters[r.cluster], &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: names})
-	}
+	r.release(ctx, held)
 	fields := map[string]string{"status": "completed", "malleable": "true", "profile": r.cfg.Profile}
 	if r.failure != "" {
 		fields["status"], fields["reason"] = "failed", r.failure
@@ -903,9 +995,11 @@ func (r *mrunner) finish(ctx actor.Context) {
 	if r.placed {
 		fields["clusters"] = r.cluster
 		var bytes, msgs, comp, comm float64
+		var fid [][]byte
 		n := 0
 		for _, m := range r.members {
 			if m.done != nil {
+				fid = append(fid, m.done.Fidelity)
 				bytes += float64(m.done.BytesSent)
 				msgs += float64(m.done.MsgsSent)
 				comp += m.done.ComputeS
@@ -914,6 +1008,11 @@ func (r *mrunner) finish(ctx actor.Context) {
 			}
 		}
 		vals["bytes_sent"], vals["msgs_sent"] = bytes, msgs
+		if f, err := fidelity.MergeEncoded(fid); err != nil {
+			fields["fidelity_error"] = err.Error()
+		} else if f != "" {
+			fields[fidelity.EventField] = f
+		}
 		if n > 0 {
 			vals["rank_compute_wall_s"], vals["rank_comm_wall_s"] = comp/float64(n), comm/float64(n)
 		}
@@ -939,14 +1038,24 @@ func (r *mrunner) finish(ctx actor.Context) {
 		vals["released"] = float64(r.released)
 	}
 	r.emit("end", fields, vals)
-	ctx.Send(r.cfg.Manager, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: r.failure == "", Reason: r.failure})
-	r.maybeStop(ctx)
+	r.afterSettle(ctx)
 }
 
-// maybeStop stops the actor once it has finished and no claim is
-// outstanding (a late claim reply must still find it to free the processor).
+// announce tells the manager the job left, once: after every processor it
+// held was given back.
+func (r *mrunner) announce(ctx actor.Context) {
+	if r.announced {
+		return
+	}
+	r.announced = true
+	ctx.Send(r.cfg.Manager, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: r.failure == "", Reason: r.failure})
+}
+
+// maybeStop stops the actor once it has finished, every processor it held
+// is given back and no claim is outstanding (a late claim reply must still
+// find it to free the processor).
 func (r *mrunner) maybeStop(ctx actor.Context) {
-	if r.finished && r.claimsOut <= 0 {
+	if r.finished && r.announced && r.claimsOut <= 0 && len(r.pending) == 0 {
 		ctx.Stop(ctx.Self())
 	}
 }

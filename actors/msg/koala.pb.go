@@ -1602,18 +1602,21 @@ func (x *RankConnected) GetRank() int32 {
 
 // RankDone: node -> runner.
 type RankDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Rank          int32                  `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
-	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	Value         float64                `protobuf:"fixed64,6,opt,name=value,proto3" json:"value,omitempty"`
-	Iterations    int32                  `protobuf:"varint,7,opt,name=iterations,proto3" json:"iterations,omitempty"`
-	BytesSent     int64                  `protobuf:"varint,8,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
-	MsgsSent      int64                  `protobuf:"varint,9,opt,name=msgs_sent,json=msgsSent,proto3" json:"msgs_sent,omitempty"`
-	ComputeS      float64                `protobuf:"fixed64,10,opt,name=compute_s,json=computeS,proto3" json:"compute_s,omitempty"`
-	CommS         float64                `protobuf:"fixed64,11,opt,name=comm_s,json=commS,proto3" json:"comm_s,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	JobId      string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Rank       int32                  `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	Node       string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Ok         bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error      string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Value      float64                `protobuf:"fixed64,6,opt,name=value,proto3" json:"value,omitempty"`
+	Iterations int32                  `protobuf:"varint,7,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	BytesSent  int64                  `protobuf:"varint,8,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
+	MsgsSent   int64                  `protobuf:"varint,9,opt,name=msgs_sent,json=msgsSent,proto3" json:"msgs_sent,omitempty"`
+	ComputeS   float64                `protobuf:"fixed64,10,opt,name=compute_s,json=computeS,proto3" json:"compute_s,omitempty"`
+	CommS      float64                `protobuf:"fixed64,11,opt,name=comm_s,json=commS,proto3" json:"comm_s,omitempty"`
+	// The rank's fidelity figures (package fidelity's Stats as JSON): every
+	// Compute's stretch and every received frame's lateness.
+	Fidelity      []byte `protobuf:"bytes,12,opt,name=fidelity,proto3" json:"fidelity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1723,6 +1726,13 @@ func (x *RankDone) GetCommS() float64 {
 		return x.CommS
 	}
 	return 0
+}
+
+func (x *RankDone) GetFidelity() []byte {
+	if x != nil {
+		return x.Fidelity
+	}
+	return nil
 }
 
 // AbortRank: runner -> node.
@@ -2068,7 +2078,7 @@ const file_koala_proto_rawDesc = "" +
 	"\x05peers\x18\x02 \x03(\v2\x0f.koala.RankPeerR\x05peers\":\n" +
 	"\rRankConnected\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
-	"\x04rank\x18\x02 \x01(\x05R\x04rank\"\x95\x02\n" +
+	"\x04rank\x18\x02 \x01(\x05R\x04rank\"\xb1\x02\n" +
 	"\bRankDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x12\n" +
@@ -2084,7 +2094,8 @@ const file_koala_proto_rawDesc = "" +
 	"\tmsgs_sent\x18\t \x01(\x03R\bmsgsSent\x12\x1b\n" +
 	"\tcompute_s\x18\n" +
 	" \x01(\x01R\bcomputeS\x12\x15\n" +
-	"\x06comm_s\x18\v \x01(\x01R\x05commS\":\n" +
+	"\x06comm_s\x18\v \x01(\x01R\x05commS\x12\x1a\n" +
+	"\bfidelity\x18\f \x01(\fR\bfidelity\":\n" +
 	"\tAbortRank\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"P\n" +

@@ -8,6 +8,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/fidelity"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/nodes/apps"
 	"github.com/koala-emu/koala-emu/nodes/comm"
@@ -21,6 +22,11 @@ type Config struct {
 	Processors int
 	Dilation   float64
 	Egress     netem.Egress
+	// Targets are the node's links by destination cluster as the scenario
+	// states them: every rank measures its frames' lateness against them
+	// and its computations' stretch (package fidelity). Nil: the ranks
+	// measure computation only.
+	Targets    map[string]netem.Link
 	ListenHost string // address ranks listen on, e.g. 127.0.0.1
 	Env        actors.Env
 }
@@ -31,6 +37,7 @@ type rank struct {
 	runner  *actor.PID
 	app     apps.App
 	params  apps.Params
+	probe   *fidelity.Probe
 	ep      *comm.Endpoint
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -38,7 +45,7 @@ type rank struct {
 	ctl     *apps.Control // a malleable application's resize control
 }
 
-type rankFinished struct{ job string }
+type rankFinished struct{ r *rank }
 
 type node struct {
 	cfg Config
@@ -67,7 +74,9 @@ func (n *node) Receive(ctx actor.Context) {
 	case *msg.ResizeRanks:
 		n.resize(ctx, x)
 	case *rankFinished:
-		if n.cur != nil && n.cur.job == x.job {
+		// Matched on the rank itself: a late notice of an earlier rank of
+		// the same job must not free a newer one.
+		if n.cur == x.r {
 			n.cur = nil
 		}
 	case *actor.Stopping:
@@ -93,10 +102,11 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 		return
 	}
 	rctx, cancel := context.WithCancel(context.Background())
+	probe := fidelity.NewProbe()
 	ep, err := comm.Listen(rctx, comm.Options{
 		JobID: s.JobId, Rank: int(s.Rank), Cluster: n.cfg.Cluster,
 		Speed: n.cfg.Speed, Processors: n.cfg.Processors, Dilation: n.cfg.Dilation,
-		Egress: n.cfg.Egress,
+		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe,
 	}, n.cfg.ListenHost+":0")
 	if err != nil {
 		cancel()
@@ -104,7 +114,7 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 		ctx.Send(runner, reply)
 		return
 	}
-	n.cur = &rank{job: s.JobId, rank: s.Rank, runner: runner, app: app, ep: ep, ctx: rctx, cancel: cancel,
+	n.cur = &rank{job: s.JobId, rank: s.Rank, runner: runner, app: app, ep: ep, ctx: rctx, cancel: cancel, probe: probe,
 		params: apps.Params{TimeScale: s.TimeScale, Args: s.Args}}
 	reply.Addr = ep.Addr()
 	ctx.Send(runner, reply)
@@ -140,13 +150,15 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 		} else {
 			res, err = r.app.Run(r.ctx, c, r.params)
 		}
-		n.report(done, c, res, err)
+		n.report(done, c, r.probe, res, err)
 	}()
 }
 
 // report fills the rank's RankDone from its communicator and result.
-func (n *node) report(done *msg.RankDone, c *comm.Comm, res apps.Result, err error) {
+func (n *node) report(done *msg.RankDone, c *comm.Comm, probe *fidelity.Probe, res apps.Result, err error) {
 	st := c.Stats()
+	fs := probe.Snapshot()
+	done.Fidelity = fs.Encode()
 	done.BytesSent, done.MsgsSent = st.BytesSent, st.MsgsSent
 	done.ComputeS, done.CommS = st.ComputeTime.Seconds(), st.CommTime.Seconds()
 	if err != nil {
@@ -228,7 +240,7 @@ func (n *node) resize(ctx actor.Context, x *msg.ResizeRanks) {
 		}
 		defer c.Close()
 		res, err := m.RunMalleable(r.ctx, c, r.params, r.ctl, &apps.Joined{Order: order, Data: data, Stats: st})
-		n.report(done, c, res, err)
+		n.report(done, c, r.probe, res, err)
 	}()
 }
 
@@ -259,6 +271,9 @@ func (r *rank) finish(root *actor.RootContext, self *actor.PID, done *msg.RankDo
 	if err := r.ep.Close(); err != nil && done.Error == "" {
 		done.Error = "close endpoint: " + err.Error()
 	}
+	// The node lets go first: a local send is queued at once, so anything
+	// RankDone causes (a release, the next job's StartRank) reaches the
+	// node behind it and finds the node free.
+	root.Send(self, &rankFinished{r: r})
 	root.Send(r.runner, done)
-	root.Send(self, &rankFinished{job: r.job})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/fidelity"
 )
 
 // Config builds a runner for one job.
@@ -239,13 +240,20 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 		ev.Fields["clusters"] = strings.Join(clusters, "+")
 		var bytes, msgs int64
 		var comp, comm float64
+		var fid [][]byte
 		for _, m := range r.members {
 			if m.done != nil {
 				bytes += m.done.BytesSent
 				msgs += m.done.MsgsSent
 				comp += m.done.ComputeS
 				comm += m.done.CommS
+				fid = append(fid, m.done.Fidelity)
 			}
+		}
+		if f, err := fidelity.MergeEncoded(fid); err != nil {
+			ev.Fields["fidelity_error"] = err.Error()
+		} else if f != "" {
+			ev.Fields[fidelity.EventField] = f
 		}
 		ev.Values["bytes_sent"] = float64(bytes)
 		ev.Values["msgs_sent"] = float64(msgs)

@@ -2,21 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/netem/ptimer"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// calibration is the --json output of calibrate.
+// calibration is calibrate --json.
 type calibration struct {
 	Scenario string                   `json:"scenario"`
 	Backend  string                   `json:"backend"`
@@ -26,7 +27,11 @@ type calibration struct {
 	// Machine is the stall probe run after the measurements (see
 	// probeMachine); empty where it could not run.
 	Machine []ptimer.Stalls `json:"machine"`
+	// Error is set when the calibration failed or could not run.
+	Error string `json:"error,omitempty"`
 }
+
+func (c *calibration) setError(err error) { c.Error = errorText(err) }
 
 // machineSpan is how long the stall probe spins on each CPU.
 const machineSpan = 500 * time.Millisecond
@@ -67,22 +72,49 @@ func worstStalls(st []ptimer.Stalls) time.Duration {
 	return w
 }
 
-func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
-	backend := fs.String("backend", "inproc", "inproc, netns or docker")
-	shaper := fs.String("shaper", "auto", "auto, netem, htb or userspace")
-	asJSON := fs.Bool("json", false, "print JSON instead of the table")
-	pos, err := parse(fs, args)
+func newCalibrateCmd(a *app) *cobra.Command {
+	var (
+		backendName string
+		shaper      string
+		asJSON      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate SCENARIO",
+		Short: "measure every link of a scenario against its target",
+		Long: `Measure every cluster pair of a scenario with a TCP ping-pong through links
+shaped as a run shapes them (dilated by the scenario's dilation), and print
+target and measured bandwidth and latency with a verdict per pair: PASS, FLOOR
+(the unshaped floor is above the target) or FAIL. Then probe how often this
+machine takes a CPU away (the lateness floor no shaper can beat). The exit code
+is 1 when a pair fails. See docs/shaping.md.` + a.backendsSection(),
+		Example: `  koala-emu calibrate das3-coalloc
+  koala-emu calibrate das3-coalloc --backend netns --shaper htb --json`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeScenario(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := &calibration{Scenario: args[0], Backend: backendName}
+			return finishJSON(a, asJSON, out, calibrate(cmd.Context(), a, out, shaper, asJSON))
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&backendName, "backend", defaultBackend, "where the links are shaped: "+a.backendHelp())
+	fs.StringVar(&shaper, "shaper", "auto", "shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
+	addJSONFlag(cmd, &asJSON, "the rows, summary and machine probe")
+	return cmd
+}
+
+// calibrate measures the links of the scenario out names on out's backend,
+// fills out, and prints the table to stdout unless asJSON.
+func calibrate(ctx context.Context, a *app, out *calibration, shaper string, asJSON bool) error {
+	b, err := a.lookupBackend(out.Backend)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError{"calibrate takes exactly one SCENARIO"}
-	}
-	plan, err := loadPlan(pos[0], scenarios.Overrides{})
+	plan, err := loadPlan(out.Scenario, scenarios.Overrides{})
 	if err != nil {
 		return err
 	}
+	out.Scenario = plan.Name
 	// The calibration judges timing precision to tens of microseconds, and
 	// the delay lines' threads of this process need a P of the Go scheduler
 	// to resume after each sleep: every stop-the-world pause of the garbage
@@ -95,47 +127,28 @@ func cmdCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// Every backend measures the links as a run shapes them: dilated by the
 	// scenario's dilation (latency x d, bandwidth / d; see netem.Link.Dilate).
 	if plan.Dilation > 1 {
-		fmt.Fprintf(stderr, "dilation %g: targets are the scenario's links dilated (latency x %g, bandwidth / %g)\n", plan.Dilation, plan.Dilation, plan.Dilation)
+		fmt.Fprintf(a.stderr, "dilation %g: targets are the scenario's links dilated (latency x %g, bandwidth / %g)\n", plan.Dilation, plan.Dilation, plan.Dilation)
 	}
-	var rows []netem.CalibrationRow
-	mech := *shaper
-	switch *backend {
-	case "inproc":
-		if *shaper != "auto" && *shaper != "userspace" {
-			return fmt.Errorf("calibrate: shaper %q is not available on the inproc backend: only userspace applies in one process (use --backend netns for kernel shaping)", *shaper)
-		}
-		mech = "userspace"
-		fmt.Fprintf(stderr, "calibrating %d clusters in process (userspace shaper)...\n", len(plan.Clusters))
-		rows, err = netem.CalibrateInproc(ctx, plan.Links, netem.CalibrateOptions{Dilation: plan.Dilation})
-	case "netns":
-		rows, mech, err = calibrateNetns(ctx, plan.Links, plan.Dilation, *shaper, stderr)
-	case "docker":
-		rows, mech, err = calibrateDocker(ctx, plan.Links, plan.Dilation, *shaper, stderr)
-	default:
-		return usageError{fmt.Sprintf("calibrate: unknown backend %q (known: inproc, netns, docker)", *backend)}
+	if plan.DilationAuto {
+		fmt.Fprintln(a.stderr, "dilation auto: calibrating the undilated links (a run chooses its dilation when it starts)")
 	}
+	cal, err := b.Calibrate(ctx, launch.CalibrateRequest{Links: plan.Links, Dilation: plan.Dilation, Shaper: shaper, Progress: a.stderr})
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
 	// After the measurements, so that a bad flag or a missing capability
 	// still fails at once.
-	stalls := probeMachine(ctx, stderr)
-	sum := netem.SummarizeCalibration(rows)
-	out := calibration{Scenario: plan.Name, Backend: *backend, Shaper: mech, Rows: rows, Summary: sum, Machine: stalls}
+	stalls := a.probe(ctx, a.stderr)
+	rows, sum := cal.Rows, cal.Summary
 	machine := ""
 	if w := worstStalls(stalls); len(stalls) > 0 {
 		machine = fmt.Sprintf("this machine alone gives a releaser that never sleeps p99 release lateness %v on its worst CPU (gate %v)", w.Round(time.Microsecond), netem.MaxReleaseLateness)
 	}
-	if *asJSON {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return fmt.Errorf("calibrate: %w", err)
-		}
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		netem.PrintCalibration(stdout, rows, sum)
+	out.Shaper, out.Rows, out.Summary, out.Machine = cal.Mechanism, rows, sum, stalls
+	if !asJSON {
+		netem.PrintCalibration(a.stdout, rows, sum)
 		if machine != "" {
-			fmt.Fprintf(stdout, "machine: %s.\n", machine)
+			fmt.Fprintf(a.stdout, "machine: %s.\n", machine)
 		}
 	}
 	if sum.Failed {

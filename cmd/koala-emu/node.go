@@ -1,47 +1,39 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 
-	"github.com/koala-emu/koala-emu/launch"
+	"github.com/spf13/cobra"
+
 	"github.com/koala-emu/koala-emu/launch/grid"
-	"github.com/koala-emu/koala-emu/netem"
-	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// cmdNode is the entrypoint of every container of the docker backend.
-func cmdNode(ctx context.Context, args []string, stderr io.Writer) error {
-	return grid.NodeMain(ctx, args, stderr)
-}
+func newNodeCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "node --role R --name N --ip A [--cluster C] [--port P] [--gossip-port G]",
+		Short: "serve one host of a grid (the entrypoint of the netns and docker backends)",
+		Long: fmt.Sprintf(`Serve one actor host of a grid: the entrypoint of every container of the
+docker backend and of every process of the netns backend. The launcher starts
+it with the run's grid in the environment; it is not meant to be run by hand.
 
-// runDocker runs a plan with every actor in its own container.
-func runDocker(ctx context.Context, plan *scenarios.Plan, opts launch.Options) (*launch.Result, error) {
-	return grid.Run(ctx, plan, opts, grid.Config{})
-}
-
-// runNetns runs a plan with every actor host a process in its own network
-// namespace, links shaped in the kernel (root only).
-func runNetns(ctx context.Context, plan *scenarios.Plan, opts launch.Options) (*launch.Result, error) {
-	return grid.Run(ctx, plan, opts, grid.Config{Platform: grid.NewNetnsPlatform(grid.NetnsOptions{})})
-}
-
-// runOn runs a plan on a backend: inproc, netns or docker.
-func runOn(ctx context.Context, backend string, plan *scenarios.Plan, opts launch.Options) (*launch.Result, error) {
-	switch backend {
-	case "inproc":
-		return launch.RunInproc(ctx, plan, opts)
-	case "netns":
-		return runNetns(ctx, plan, opts)
-	case "docker":
-		return runDocker(ctx, plan, opts)
+Flags (parsed by the grid package, which owns this contract):
+  --role string          scheduler, kis, runner, cluster or node
+  --name string          host name, unique in the run
+  --ip string            address to listen on and advertise
+  --cluster string       cluster of a cluster manager or node; site of a runner host
+  --port int             protoactor remote port, -1: any free port (default %d)
+  --gossip-port int      memberlist port, -1: any free port (default %d)`, grid.RemotePort, grid.GossipPort),
+		Hidden: true,
+		// The arguments go to grid.NodeMain as they are, so that the
+		// launcher and the host agree on one parser.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, arg := range args {
+				if arg == "-h" || arg == "--help" || arg == "-help" {
+					return cmd.Help()
+				}
+			}
+			return grid.NodeMain(cmd.Context(), args, a.stderr)
+		},
 	}
-	return nil, usageError{fmt.Sprintf("unknown backend %q (known: inproc, netns, docker)", backend)}
-}
-
-// calibrateDocker runs the calibration between node containers.
-func calibrateDocker(ctx context.Context, m netem.Matrix, dilation float64, shaper string, progress io.Writer) ([]netem.CalibrationRow, string, error) {
-	rows, _, info, err := grid.Calibrate(ctx, m, shaper, grid.CalibrateOptions{Dilation: dilation, Log: progress})
-	return rows, info.Mechanism, err
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/netem"
@@ -79,79 +80,144 @@ type StudyRow struct {
 	Reason       string   `json:"reason,omitempty"`
 }
 
-func cmdStudy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "cluster-count" {
-		return usageError{"study: the only study is cluster-count"}
+// studyOutput is study cluster-count --json.
+type studyOutput struct {
+	Study   string `json:"study"`
+	Backend string `json:"backend"`
+	// Rows are the runs, one per interconnect, application and cluster
+	// combination, in the order they ran (the same rows as study.json).
+	Rows []StudyRow `json:"rows"`
+	// Error is set when the study stopped; rows holds the runs done.
+	Error string `json:"error,omitempty"`
+}
+
+func (o *studyOutput) setError(err error) { o.Error = errorText(err) }
+
+func newStudyCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "study STUDY",
+		Short: "run a study: a series of runs and a table of their results",
+		Long: `Run a study: a series of runs and a table of their results. The one study is
+cluster-count (SPEC section 7): one job per application on 1 to 4 clusters, over
+Myri-10G and over GbE.`,
+		Args:                       exactArgs(0),
+		SuggestionsMinimumDistance: 2,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(a.stderr)
+			if err := cmd.Usage(); err != nil {
+				return err
+			}
+			return usagef("study: name a study (the one study is cluster-count)")
+		},
 	}
-	fs := flag.NewFlagSet("study cluster-count", flag.ContinueOnError)
-	appsFlag := fs.String("apps", "allgather,wave,poisson,prime", "applications, comma-separated")
-	ic := fs.String("interconnect", "both", "myri10g, gbe or both")
-	size := fs.Int("size", 32, "job size in nodes")
-	scen := fs.String("scenario", "cluster-count", "scenario giving the platform")
-	backend := fs.String("backend", "inproc", "where each run's actors run: inproc, netns (root) or docker")
-	out := fs.String("out", "", "write study.json here")
-	var o overrideFlags
-	o.register(fs)
-	pos, err := parse(fs, args[1:])
-	if err != nil {
-		return err
+	cmd.AddCommand(newClusterCountCmd(a))
+	return cmd
+}
+
+func newClusterCountCmd(a *app) *cobra.Command {
+	f := &studyFlags{}
+	cmd := &cobra.Command{
+		Use:   "cluster-count",
+		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
+		Long: `Run one job of --size nodes, split evenly over every combination of 1 to 4
+clusters, per application: over Myri-10G (DAS-3 without Delft) and over GbE
+(the combinations containing Delft). The table of mean execution times goes to
+stdout, one line per run to stderr; --out writes study.json.` + a.backendsSection(),
+		Example: `  koala-emu study cluster-count --apps wave --interconnect myri10g
+  koala-emu study cluster-count --backend netns --out runs/cluster-count`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := &studyOutput{Study: "cluster-count", Backend: f.backend, Rows: []StudyRow{}}
+			return finishJSON(a, f.asJSON, out, clusterCount(cmd, a, f, out))
+		},
 	}
-	if len(pos) != 0 {
-		return usageError{"study cluster-count takes no positional arguments"}
-	}
-	base, err := scenarios.Open(*scen)
-	if err != nil {
-		return err
-	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.apps, "apps", "allgather,wave,poisson,prime", "applications, comma-separated")
+	fs.StringVar(&f.ic, "interconnect", "both", "myri10g, gbe or both")
+	fs.IntVar(&f.size, "size", 32, "job size in nodes, split evenly over the clusters")
+	fs.StringVar(&f.scenario, "scenario", "cluster-count", "scenario giving the platform (its workload is replaced)")
+	fs.StringVar(&f.out, "out", "", "write study.json to this directory (default: none)")
+	f.register(fs, a)
+	addJSONFlag(cmd, &f.asJSON, "the rows")
+	f.o.register(fs)
+	return cmd
+}
+
+// studyFlags are the flags of study cluster-count.
+type studyFlags struct {
+	runFlags
+	apps     string
+	ic       string
+	size     int
+	scenario string
+}
+
+// clusterCount runs the study, appending each run's row to out.Rows, and
+// prints the table (to stderr with --json) and study.json.
+func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) error {
 	var ics []string
-	switch *ic {
+	switch f.ic {
 	case "both":
 		ics = []string{"myri10g", "gbe"}
 	case "myri10g", "gbe":
-		ics = []string{*ic}
+		ics = []string{f.ic}
 	default:
-		return usageError{fmt.Sprintf("study: --interconnect %q (known: myri10g, gbe, both)", *ic)}
+		return usagef("--interconnect %q (known: myri10g, gbe, both)", f.ic)
 	}
-	switch *backend {
-	case "inproc", "netns", "docker":
-	default:
-		return usageError{fmt.Sprintf("study: --backend %q (known: inproc, netns, docker)", *backend)}
+	b, err := a.lookupBackend(f.backend)
+	if err != nil {
+		return err
 	}
-	appList := strings.Split(*appsFlag, ",")
-	var rows []StudyRow
+	base, err := scenarios.Open(f.scenario)
+	if err != nil {
+		return err
+	}
+	ov := f.o.overrides(cmd.Flags())
+	opts := launch.Options{RequireFaithful: f.requireFaithful}
+	appList := strings.Split(f.apps, ",")
 	for _, name := range ics {
-		set := clusterSets[name]
+		cs := clusterSets[name]
 		for _, app := range appList {
-			for k := 1; k <= len(set.clusters); k++ {
-				for _, combo := range combinations(set.clusters, k, set.must) {
-					row, err := studyRun(ctx, *backend, base, o.overrides(fs), name, app, combo, *size)
+			for k := 1; k <= len(cs.clusters); k++ {
+				for _, combo := range combinations(cs.clusters, k, cs.must) {
+					row, err := studyRun(cmd.Context(), b, opts, base, ov, name, app, combo, f.size)
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s) %s %s\n", name, app,
+					fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s) %s %s\n", name, app,
 						strings.Join(combo, "+"), row.ExecS, row.WallS, row.Status, row.Reason)
-					rows = append(rows, row)
+					out.Rows = append(out.Rows, row)
 				}
 			}
 		}
 	}
-	printStudy(stdout, rows, ics, appList)
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fmt.Errorf("study: %w", err)
-		}
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return fmt.Errorf("study: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(*out, "study.json"), b, 0o644); err != nil {
-			return fmt.Errorf("study: %w", err)
-		}
+	w := a.stdout
+	if f.asJSON {
+		w = a.stderr
+	}
+	printStudy(w, out.Rows, ics, appList)
+	if f.out == "" {
+		return nil
+	}
+	return writeStudy(f.out, out.Rows)
+}
+
+// writeStudy writes study.json into dir.
+func writeStudy(dir string, rows []StudyRow) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "study.json"), b, 0o644); err != nil {
+		return fmt.Errorf("study: %w", err)
 	}
 	return nil
 }
 
-func studyRun(ctx context.Context, backend string, base *scenarios.Scenario, ov scenarios.Overrides, ic, app string, combo []string, size int) (StudyRow, error) {
+func studyRun(ctx context.Context, b launch.Backend, opts launch.Options, base *scenarios.Scenario, ov scenarios.Overrides, ic, app string, combo []string, size int) (StudyRow, error) {
 	s := *base
 	s.Name = fmt.Sprintf("cluster-count-%s-%s-%d", ic, app, len(combo))
 	s.Topology.Include = combo
@@ -166,11 +232,14 @@ func studyRun(ctx context.Context, backend string, base *scenarios.Scenario, ov 
 	}
 	w.Jobs = []scenarios.JobSpec{job}
 	s.Workload = w
-	plan, err := s.Expand(env(), ov)
+	plan, err := s.Expand(launch.ScenarioEnv(), ov)
 	if err != nil {
 		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
 	}
-	res, err := runOn(ctx, backend, plan, launch.Options{})
+	if err := launch.Check(b, plan, opts); err != nil {
+		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
+	}
+	res, err := b.Run(ctx, plan, opts)
 	if err != nil {
 		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
 	}

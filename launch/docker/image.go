@@ -96,37 +96,10 @@ func BuildImage(ctx context.Context, opts ImageOptions) (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "koala-emu")
-
-	var modTime time.Time
-	if opts.Binary != "" {
-		st, err := os.Stat(opts.Binary)
-		if err != nil {
-			return "", fmt.Errorf("docker backend: image binary: %w", err)
-		}
-		modTime = st.ModTime()
-		if err := copyFile(opts.Binary, bin); err != nil {
-			return "", fmt.Errorf("docker backend: image binary: %w", err)
-		}
-	} else {
-		arch := runtime.GOARCH
-		if info, err := cli.Info(ctx, client.InfoOptions{}); err == nil {
-			if a := goArch(info.Info.Architecture); a != "" {
-				arch = a
-			}
-		}
-		if err := goBuild(ctx, opts, arch, bin); err != nil {
-			return "", err
-		}
-		modTime = time.Now()
-	}
-	if err := CheckStatic(bin); err != nil {
+	modTime, sum, err := stageBinary(ctx, cli, opts, bin)
+	if err != nil {
 		return "", err
 	}
-	sum, err := fileHash(bin)
-	if err != nil {
-		return "", fmt.Errorf("docker backend: image binary: %w", err)
-	}
-
 	repo, tag := opts.Repo, opts.Tag
 	if repo == "" {
 		repo = DefaultRepo
@@ -149,15 +122,66 @@ func BuildImage(ctx context.Context, opts ImageOptions) (string, error) {
 	case !cerrdefs.IsNotFound(err):
 		return "", fmt.Errorf("docker backend: inspect image %s: %w", ref, err)
 	}
+	if err := buildContext(ctx, p, opts, dir, repo, tag); err != nil {
+		return "", err
+	}
+	if previous != "" {
+		// The tag moved: drop the image it left dangling. Docker refuses
+		// while a container or another tag still uses it, which is fine.
+		if now, err := cli.ImageInspect(ctx, ref); err == nil && now.ID != previous {
+			_, _ = cli.ImageRemove(ctx, previous, client.ImageRemoveOptions{PruneChildren: true})
+		}
+	}
+	return ref, nil
+}
 
+// stageBinary puts the static koala-emu binary at bin (a copy of
+// opts.Binary, or built for the daemon's architecture) and returns its
+// modification time and content hash.
+func stageBinary(ctx context.Context, cli client.APIClient, opts ImageOptions, bin string) (time.Time, string, error) {
+	var modTime time.Time
+	if opts.Binary != "" {
+		st, err := os.Stat(opts.Binary)
+		if err != nil {
+			return modTime, "", fmt.Errorf("docker backend: image binary: %w", err)
+		}
+		modTime = st.ModTime()
+		if err := copyFile(opts.Binary, bin); err != nil {
+			return modTime, "", fmt.Errorf("docker backend: image binary: %w", err)
+		}
+	} else {
+		arch := runtime.GOARCH
+		if info, err := cli.Info(ctx, client.InfoOptions{}); err == nil {
+			if a := goArch(info.Info.Architecture); a != "" {
+				arch = a
+			}
+		}
+		if err := goBuild(ctx, opts, arch, bin); err != nil {
+			return modTime, "", err
+		}
+		modTime = time.Now()
+	}
+	if err := CheckStatic(bin); err != nil {
+		return modTime, "", err
+	}
+	sum, err := fileHash(bin)
+	if err != nil {
+		return modTime, "", fmt.Errorf("docker backend: image binary: %w", err)
+	}
+	return modTime, sum, nil
+}
+
+// buildContext writes the Dockerfile into the build context dir and
+// builds repo:tag from it, labelled koala-emu.image=true.
+func buildContext(ctx context.Context, p *tc.DockerProvider, opts ImageOptions, dir, repo, tag string) (err error) {
 	dockerfile := []byte(Dockerfile)
 	if opts.Dockerfile != "" {
 		if dockerfile, err = os.ReadFile(opts.Dockerfile); err != nil {
-			return "", fmt.Errorf("docker backend: Dockerfile: %w", err)
+			return fmt.Errorf("docker backend: Dockerfile: %w", err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), dockerfile, 0o644); err != nil {
-		return "", fmt.Errorf("docker backend: build context: %w", err)
+		return fmt.Errorf("docker backend: build context: %w", err)
 	}
 	buildLog := opts.BuildLog
 	if buildLog == nil {
@@ -177,16 +201,9 @@ func BuildImage(ctx context.Context, opts ImageOptions) (string, error) {
 	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // the provider retries transient errors until then
 	defer cancel()
 	if _, err := p.BuildImage(bctx, req); err != nil {
-		return "", fmt.Errorf("docker backend: build image %s: %w", ref, err)
+		return fmt.Errorf("docker backend: build image %s:%s: %w", repo, tag, err)
 	}
-	if previous != "" {
-		// The tag moved: drop the image it left dangling. Docker refuses
-		// while a container or another tag still uses it, which is fine.
-		if now, err := cli.ImageInspect(ctx, ref); err == nil && now.ID != previous {
-			_, _ = cli.ImageRemove(ctx, previous, client.ImageRemoveOptions{PruneChildren: true})
-		}
-	}
-	return ref, nil
+	return nil
 }
 
 // RemoveImage removes an image reference (a tag BuildImage returned). The

@@ -58,7 +58,7 @@ func newTestRun(t *testing.T, opts Options) *Run {
 	t.Helper()
 	opts.Image = testImage
 	if opts.ID == "" {
-		opts.ID = "it-" + newRunID()
+		opts.ID = "it-" + NewRunID()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -129,7 +129,49 @@ func TestRunLifecycle(t *testing.T) {
 			progress = append(progress, [2]int{up, total})
 			progMu.Unlock()
 		},
+		Labels: map[string]string{"koala-emu.owner.pid": "1"},
 	})
+	specs, leidenN2 := lifecycleSpecs(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cs, err := r.Start(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("5 containers up in %v", time.Since(start).Round(time.Millisecond))
+	if len(cs) != len(specs) {
+		t.Fatalf("%d containers, want %d", len(cs), len(specs))
+	}
+	if cs[4].IP != leidenN2 {
+		t.Fatalf("assigned address %v, want %v", cs[4].IP, leidenN2)
+	}
+	progMu.Lock()
+	if len(progress) != 5 || progress[4] != [2]int{5, 5} {
+		t.Errorf("progress calls %v, want 1/5 .. 5/5", progress)
+	}
+	progMu.Unlock()
+	if got := r.Containers(); len(got) != 5 || r.Container("kis") != cs[0] {
+		t.Errorf("run lists %d containers", len(got))
+	}
+	for _, c := range cs {
+		checkLifecycleContainer(ctx, t, r, c)
+	}
+	waitLog(t, cs[1], "tun ok", 10*time.Second)
+	checkStatsAndKill(ctx, t, r, cs)
+
+	// A second Start cannot reuse a name.
+	if _, err := r.Start(ctx, []ContainerSpec{{Name: "kis"}}); err == nil {
+		t.Errorf("duplicate name accepted")
+	}
+	// Close happens in the cleanup, which asserts nothing is left.
+}
+
+// lifecycleSpecs are five containers over the control subnet and two
+// clusters, each greeting the others; the last one gets the first free
+// leiden address (returned) and waits on a TCP port.
+func lifecycleSpecs(t *testing.T, r *Run) ([]ContainerSpec, netip.Addr) {
+	t.Helper()
 	subs := r.ClusterSubnets()
 	if !r.Subnet().Contains(subs["vrije"].Addr()) || !r.Subnet().Contains(subs["leiden"].Addr()) || subs["vrije"] == subs["leiden"] {
 		t.Fatalf("cluster subnets %v not distinct /24s of %v", subs, r.Subnet())
@@ -163,69 +205,52 @@ func TestRunLifecycle(t *testing.T) {
 			specs[i].Args = append(specs[i].Args, "-tun")
 		}
 	}
+	return specs, leidenN2
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	start := time.Now()
-	cs, err := r.Start(ctx, specs)
+// checkLifecycleContainer checks that a container has its fixed address,
+// reaches its peers and is reached from this host, is on the run network
+// only, unprivileged, with NET_ADMIN for nodes only, and labelled.
+func checkLifecycleContainer(ctx context.Context, t *testing.T, r *Run, c *Container) {
+	t.Helper()
+	waitLog(t, c, "addr "+c.IP.String()+"\n", 30*time.Second)
+	out := waitLog(t, c, "reached all", 90*time.Second)
+	if !strings.Contains(out, "reached all peers") {
+		t.Errorf("%s did not reach every peer:\n%s", c.Name, out)
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(c.IP.String(), "7000"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s at %v: %v", c.Name, c.IP, err)
+	}
+	line, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if want := "hello from " + c.Name + "\n"; line != want {
+		t.Errorf("%s greets %q, want %q", c.Name, line, want)
+	}
+	info, err := c.Inspect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("5 containers up in %v", time.Since(start).Round(time.Millisecond))
-	if len(cs) != len(specs) {
-		t.Fatalf("%d containers, want %d", len(cs), len(specs))
+	if nets := info.NetworkSettings.Networks; len(nets) != 1 || nets[r.Network] == nil || nets[r.Network].IPAddress != c.IP {
+		t.Errorf("%s networks %v, want only %s at %v", c.Name, nets, r.Network, c.IP)
 	}
-	if cs[4].IP != leidenN2 {
-		t.Fatalf("assigned address %v, want %v", cs[4].IP, leidenN2)
+	if info.HostConfig.Privileged {
+		t.Errorf("%s is privileged", c.Name)
 	}
-	progMu.Lock()
-	if len(progress) != 5 || progress[4] != [2]int{5, 5} {
-		t.Errorf("progress calls %v, want 1/5 .. 5/5", progress)
+	hasNetAdmin := slices.Contains(info.HostConfig.CapAdd, "NET_ADMIN") || slices.Contains(info.HostConfig.CapAdd, "CAP_NET_ADMIN")
+	if hasNetAdmin != (c.Role == "node") {
+		t.Errorf("%s: CapAdd %v", c.Name, info.HostConfig.CapAdd)
 	}
-	progMu.Unlock()
-	if got := r.Containers(); len(got) != 5 || r.Container("kis") != cs[0] {
-		t.Errorf("run lists %d containers", len(got))
+	if l := info.Config.Labels; l[LabelRun] != r.ID || l[LabelRole] != c.Role || l[LabelCluster] != c.Cluster || l[LabelName] != c.Name ||
+		l["koala-emu.owner.pid"] != "1" {
+		t.Errorf("%s labels %v", c.Name, l)
 	}
+}
 
-	for _, c := range cs {
-		// The fixed address is the container's own, and containers reach
-		// each other across cluster subnets.
-		waitLog(t, c, "addr "+c.IP.String()+"\n", 30*time.Second)
-		out := waitLog(t, c, "reached all", 90*time.Second)
-		if !strings.Contains(out, "reached all peers") {
-			t.Errorf("%s did not reach every peer:\n%s", c.Name, out)
-		}
-		// This host reaches every container's fixed address too.
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(c.IP.String(), "7000"), 5*time.Second)
-		if err != nil {
-			t.Fatalf("dial %s at %v: %v", c.Name, c.IP, err)
-		}
-		line, _ := bufio.NewReader(conn).ReadString('\n')
-		conn.Close()
-		if want := "hello from " + c.Name + "\n"; line != want {
-			t.Errorf("%s greets %q, want %q", c.Name, line, want)
-		}
-
-		info, err := c.Inspect(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nets := info.NetworkSettings.Networks; len(nets) != 1 || nets[r.Network] == nil || nets[r.Network].IPAddress != c.IP {
-			t.Errorf("%s networks %v, want only %s at %v", c.Name, nets, r.Network, c.IP)
-		}
-		if info.HostConfig.Privileged {
-			t.Errorf("%s is privileged", c.Name)
-		}
-		hasNetAdmin := slices.Contains(info.HostConfig.CapAdd, "NET_ADMIN") || slices.Contains(info.HostConfig.CapAdd, "CAP_NET_ADMIN")
-		if hasNetAdmin != (c.Role == "node") {
-			t.Errorf("%s: CapAdd %v", c.Name, info.HostConfig.CapAdd)
-		}
-		if l := info.Config.Labels; l[LabelRun] != r.ID || l[LabelRole] != c.Role || l[LabelCluster] != c.Cluster || l[LabelName] != c.Name {
-			t.Errorf("%s labels %v", c.Name, l)
-		}
-	}
-	waitLog(t, cs[1], "tun ok", 10*time.Second)
-
+// checkStatsAndKill samples one container's stats, kills a node and checks
+// that it alone stopped and that the run's stats leave it out.
+func checkStatsAndKill(ctx context.Context, t *testing.T, r *Run, cs []*Container) {
+	t.Helper()
 	statStart := time.Now()
 	st, err := cs[0].Stats(ctx)
 	if err != nil {
@@ -237,8 +262,6 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	t.Logf("kis container: %.2f MiB in use (%.2f MiB raw), %d pids",
 		float64(st.Memory)/(1<<20), float64(st.MemoryRaw)/(1<<20), st.PIDs)
-
-	// Kill one node: it stops; the others keep running.
 	if err := cs[2].Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -256,12 +279,6 @@ func TestRunLifecycle(t *testing.T) {
 	if _, ok := all[cs[2].Name]; len(all) != 4 || ok {
 		t.Errorf("run stats cover %d containers (killed one included: %v), want the 4 running", len(all), ok)
 	}
-
-	// A second Start cannot reuse a name.
-	if _, err := r.Start(ctx, []ContainerSpec{{Name: "kis"}}); err == nil {
-		t.Errorf("duplicate name accepted")
-	}
-	// Close happens in the cleanup, which asserts nothing is left.
 }
 
 func TestStartFailureRemovesBatch(t *testing.T) {
@@ -339,7 +356,7 @@ func TestStartCancelledRemovesBatch(t *testing.T) {
 func TestCleanRunRemovesLeftovers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := NewRun(ctx, Options{ID: "it-" + newRunID(), Image: testImage})
+	r, err := NewRun(ctx, Options{ID: "it-" + NewRunID(), Image: testImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +545,7 @@ func TestBuildImageReuseAndRebuild(t *testing.T) {
 	if err := os.Chtimes(bin, old, old); err != nil {
 		t.Fatal(err)
 	}
-	tag := "it-" + newRunID()
+	tag := "it-" + NewRunID()
 	opts := ImageOptions{Binary: bin, Repo: "koala-emu-test", Tag: tag}
 	steps := func() string {
 		t.Helper()
@@ -563,7 +580,30 @@ func TestBuildImageReuseAndRebuild(t *testing.T) {
 		t.Errorf("binary newer than the image did not trigger a rebuild")
 	}
 
-	// New content under the same tag: the replaced image does not linger.
+	checkTagMoves(t, bin, tag, future.Add(time.Hour), steps, danglingBefore)
+
+	checkBuildRefusals(ctx, t, tag)
+}
+
+// checkBuildRefusals: a dynamically linked binary is refused with a clear
+// message; a package that does not compile fails with the compiler's.
+func checkBuildRefusals(ctx context.Context, t *testing.T, tag string) {
+	t.Helper()
+	if _, err := BuildImage(ctx, ImageOptions{Binary: "/bin/sh", Repo: "koala-emu-test", Tag: tag + "-sh"}); err == nil ||
+		!strings.Contains(err.Error(), "dynamically linked") {
+		t.Errorf("dynamic binary: %v", err)
+	}
+	if _, err := BuildImage(ctx, ImageOptions{Package: "./does/not/exist", Repo: "koala-emu-test"}); err == nil ||
+		!strings.Contains(err.Error(), "go build") {
+		t.Errorf("bad package: %v", err)
+	}
+}
+
+// checkTagMoves gives the binary new content and a newer time, rebuilds
+// (steps) and checks that the tag moved and the replaced image is gone,
+// leaving no dangling image that was not there before.
+func checkTagMoves(t *testing.T, bin, tag string, mtime time.Time, steps func() string, danglingBefore bool) {
+	t.Helper()
 	idOf := func(ref string) string {
 		out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).CombinedOutput()
 		if err != nil {
@@ -582,7 +622,7 @@ func TestBuildImageReuseAndRebuild(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(bin, future.Add(time.Hour), future.Add(time.Hour)); err != nil {
+	if err := os.Chtimes(bin, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
 	steps()
@@ -594,17 +634,6 @@ func TestBuildImageReuseAndRebuild(t *testing.T) {
 	}
 	if out, err := exec.Command("docker", "images", "-q", "--filter", "dangling=true").CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 && !danglingBefore {
 		t.Errorf("dangling images after a rebuild (%v): %s", err, out)
-	}
-
-	// A dynamically linked binary is refused with a clear message.
-	if _, err := BuildImage(ctx, ImageOptions{Binary: "/bin/sh", Repo: "koala-emu-test", Tag: tag + "-sh"}); err == nil ||
-		!strings.Contains(err.Error(), "dynamically linked") {
-		t.Errorf("dynamic binary: %v", err)
-	}
-	// A package that does not compile fails with the compiler's message.
-	if _, err := BuildImage(ctx, ImageOptions{Package: "./does/not/exist", Repo: "koala-emu-test"}); err == nil ||
-		!strings.Contains(err.Error(), "go build") {
-		t.Errorf("bad package: %v", err)
 	}
 }
 

@@ -56,9 +56,21 @@ func NetworkName(runID string) string { return "koala-emu-" + runID }
 // ContainerName is the Docker container name of a run's container.
 func ContainerName(runID, name string) string { return "koala-emu-" + runID + "-" + name }
 
-// containerLabels returns the labels of a container of run id.
-func containerLabels(runID string, batch int, spec ContainerSpec) map[string]string {
-	l := make(map[string]string, len(spec.Labels)+5)
+// networkLabels returns the labels of the network of run id.
+func networkLabels(runID string, run map[string]string) map[string]string {
+	l := maps.Clone(run)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[LabelRun] = runID
+	return l
+}
+
+// containerLabels returns the labels of a container of run id: the run's
+// labels, the spec's, then the koala-emu.* labels.
+func containerLabels(runID string, batch int, spec ContainerSpec, run map[string]string) map[string]string {
+	l := make(map[string]string, len(run)+len(spec.Labels)+5)
+	maps.Copy(l, run)
 	maps.Copy(l, spec.Labels)
 	l[LabelRun] = runID
 	l[LabelName] = spec.Name

@@ -49,6 +49,9 @@ type Options struct {
 	FirstOctet, LastOctet int
 	// Logger receives diagnostics, including testcontainers'; nil discards.
 	Logger Logger
+	// Labels are extra labels on the run's network and every container
+	// (the owner of the run: launch/owner).
+	Labels map[string]string
 }
 
 // Readiness says when a started container counts as up.
@@ -141,7 +144,7 @@ func NewRun(ctx context.Context, opts Options) (*Run, error) {
 		return nil, errors.New("docker backend: Options.Image is empty (see BuildImage)")
 	}
 	if opts.ID == "" {
-		opts.ID = newRunID()
+		opts.ID = NewRunID()
 	}
 	if err := checkRunID(opts.ID); err != nil {
 		return nil, err
@@ -180,7 +183,8 @@ func NewRun(ctx context.Context, opts Options) (*Run, error) {
 	return r, nil
 }
 
-func newRunID() string {
+// NewRunID returns a fresh run ID: "r" and 8 random hex digits.
+func NewRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "r" + hex.EncodeToString(b[:])
@@ -205,7 +209,7 @@ func (r *Run) createNetwork(ctx context.Context) error {
 		}
 		res, err := r.cli.NetworkCreate(ctx, r.Network, client.NetworkCreateOptions{
 			Driver: "bridge",
-			Labels: map[string]string{LabelRun: r.ID},
+			Labels: networkLabels(r.ID, r.opts.Labels),
 			IPAM: &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
 				Subnet:  sub,
 				Gateway: plan.Gateway(),
@@ -362,47 +366,7 @@ func (r *Run) Start(ctx context.Context, specs []ContainerSpec) ([]*Container, e
 		r.inflight.Done()
 	}()
 
-	out := make([]*Container, len(specs))
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-		progMu   sync.Mutex
-		up       int
-	)
-	sem := make(chan struct{}, r.opts.Parallelism)
-	for i := range specs {
-		select {
-		case sem <- struct{}{}:
-		case <-sctx.Done():
-		}
-		if sctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, err := r.startOne(sctx, batch, specs[i], ips[i])
-			if err != nil {
-				errMu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				errMu.Unlock()
-				cancel()
-				return
-			}
-			out[i] = c
-			if r.opts.Progress != nil {
-				progMu.Lock()
-				up++
-				r.opts.Progress(up, len(specs))
-				progMu.Unlock()
-			}
-		}(i)
-	}
-	wg.Wait()
+	out, firstErr := r.startAll(sctx, cancel, batch, specs, ips)
 	if firstErr == nil && sctx.Err() != nil { // cancelled by ctx or by Close
 		firstErr = fmt.Errorf("docker backend: start: %w", context.Canceled)
 		if ctx.Err() != nil {
@@ -431,6 +395,51 @@ func (r *Run) Start(ctx context.Context, specs []ContainerSpec) ([]*Container, e
 		return nil, errors.Join(firstErr, fmt.Errorf("docker backend: undo failed start: %w", cerr))
 	}
 	return nil, firstErr
+}
+
+// startAll starts every spec (at most Options.Parallelism at once) and
+// returns the containers in the order of specs and the first error; a
+// failure cancels the others (cancel ends ctx).
+func (r *Run) startAll(ctx context.Context, cancel context.CancelFunc, batch int, specs []ContainerSpec, ips []netip.Addr) ([]*Container, error) {
+	out := make([]*Container, len(specs))
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		up       int
+	)
+	sem := make(chan struct{}, r.opts.Parallelism)
+	for i := range specs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := r.startOne(ctx, batch, specs[i], ips[i])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				cancel()
+				return
+			}
+			out[i] = c
+			up++
+			if r.opts.Progress != nil {
+				r.opts.Progress(up, len(specs))
+			}
+		}(i)
+	}
+	wg.Wait()
+	return out, firstErr
 }
 
 // assignLocked validates specs and reserves their addresses.
@@ -475,7 +484,7 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 		Name:       name,
 		Cmd:        spec.Args,
 		Env:        spec.Env,
-		Labels:     containerLabels(r.ID, batch, spec),
+		Labels:     containerLabels(r.ID, batch, spec, r.opts.Labels),
 		Networks:   []string{r.Network},
 		WaitingFor: r.readiness(spec.Ready, ip),
 		ConfigModifier: func(c *container.Config) {
@@ -560,16 +569,9 @@ func (r *Run) readiness(rd Readiness, ip netip.Addr) wait.Strategy {
 // still in flight are cancelled and waited for first. Pass a fresh context
 // (the run's may be cancelled by Ctrl-C). Close is idempotent.
 func (r *Run) Close(ctx context.Context) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.cancelStarts() {
 		return nil
 	}
-	r.closed = true
-	for _, cancel := range r.starting {
-		cancel()
-	}
-	r.mu.Unlock()
 	r.inflight.Wait()
 	_, err1 := removeContainers(ctx, r.cli, runFilter(r.ID), min(r.opts.Parallelism, removeParallelism))
 	_, err2 := removeNetworks(ctx, r.cli, runFilter(r.ID))
@@ -578,6 +580,21 @@ func (r *Run) Close(ctx context.Context) error {
 		return fmt.Errorf("docker backend: close run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// cancelStarts marks the run closed and cancels the Start calls in flight;
+// it reports false when the run was closed already.
+func (r *Run) cancelStarts() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.closed = true
+	for _, cancel := range r.starting {
+		cancel()
+	}
+	return true
 }
 
 // Clean removes every container and network labelled koala-emu.run, of any
@@ -740,4 +757,66 @@ const wakeLatencyDev = "/dev/cpu_dma_latency"
 func hostHas(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// RunInfo is one run found on the Docker daemon by its label.
+type RunInfo struct {
+	// ID is the run's ID (label koala-emu.run).
+	ID string
+	// Labels are the labels of the run's network, or of one of its
+	// containers when the network is gone.
+	Labels map[string]string
+	// Containers and Networks are the Docker names of the run's containers
+	// and networks.
+	Containers, Networks []string
+}
+
+// ListRuns lists every run on the Docker daemon (containers and networks
+// labelled koala-emu.run), sorted by ID. Errors wrap ErrDaemon when Docker
+// is not reachable.
+func ListRuns(ctx context.Context) ([]RunInfo, error) {
+	p, err := connect(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	cli := p.Client()
+	runs := map[string]*RunInfo{}
+	get := func(labels map[string]string) *RunInfo {
+		id := labels[LabelRun]
+		if runs[id] == nil {
+			runs[id] = &RunInfo{ID: id, Labels: labels}
+		}
+		return runs[id]
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: runFilter("")})
+	if err != nil {
+		return nil, fmt.Errorf("docker backend: list networks: %w", err)
+	}
+	for _, n := range nets.Items {
+		r := get(n.Labels)
+		r.Labels, r.Networks = n.Labels, append(r.Networks, n.Name)
+	}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: runFilter("")})
+	if err != nil {
+		return nil, fmt.Errorf("docker backend: list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		r := get(c.Labels)
+		r.Containers = append(r.Containers, strings.TrimPrefix(firstOr(c.Names, c.ID), "/"))
+	}
+	out := make([]RunInfo, 0, len(runs))
+	for _, r := range runs {
+		sort.Strings(r.Containers)
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func firstOr(names []string, def string) string {
+	if len(names) > 0 {
+		return names[0]
+	}
+	return def
 }

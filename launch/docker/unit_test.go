@@ -132,9 +132,9 @@ func TestAddressPlanRejects(t *testing.T) {
 
 func TestLabelsAndFilters(t *testing.T) {
 	l := containerLabels("r1", 3, ContainerSpec{Name: "vrije-n001", Role: "node", Cluster: "vrije",
-		Labels: map[string]string{"extra": "x", LabelRun: "spoofed"}})
+		Labels: map[string]string{"extra": "x", LabelRun: "spoofed"}}, map[string]string{"owner": "o", LabelName: "spoofed"})
 	want := map[string]string{LabelRun: "r1", LabelName: "vrije-n001", LabelBatch: "3", LabelRole: "node",
-		LabelCluster: "vrije", "extra": "x"}
+		LabelCluster: "vrije", "extra": "x", "owner": "o"}
 	if len(l) != len(want) {
 		t.Fatalf("labels %v, want %v", l, want)
 	}
@@ -143,8 +143,11 @@ func TestLabelsAndFilters(t *testing.T) {
 			t.Errorf("label %s=%q, want %q", k, l[k], v)
 		}
 	}
-	if l := containerLabels("r1", 1, ContainerSpec{Name: "scheduler"}); l[LabelCluster] != "" || len(l) != 3 {
+	if l := containerLabels("r1", 1, ContainerSpec{Name: "scheduler"}, nil); l[LabelCluster] != "" || len(l) != 3 {
 		t.Errorf("control-plane labels %v", l)
+	}
+	if l := networkLabels("r1", map[string]string{"owner": "o", LabelRun: "spoofed"}); len(l) != 2 || l[LabelRun] != "r1" || l["owner"] != "o" {
+		t.Errorf("network labels %v", l)
 	}
 
 	any := runFilter("")
@@ -179,7 +182,7 @@ func TestNames(t *testing.T) {
 	if got := NetworkName("r1"); got != "koala-emu-r1" {
 		t.Errorf("network name %s", got)
 	}
-	if got := newRunID(); checkRunID(got) != nil || len(got) != 9 {
+	if got := NewRunID(); checkRunID(got) != nil || len(got) != 9 {
 		t.Errorf("generated run ID %q", got)
 	}
 }

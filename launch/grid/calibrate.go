@@ -9,6 +9,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
@@ -48,6 +49,7 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 	if logw == nil {
 		logw = io.Discard
 	}
+	opts.Log = logw
 	if len(m.Clusters) == 0 {
 		return nil, netem.CalibrationSummary{}, info, errors.New("grid: calibrate: no clusters")
 	}
@@ -58,20 +60,10 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 	if d <= 1 {
 		d = 1
 	}
-	plat := opts.Platform
-	if plat == nil {
-		d := opts.Docker
-		if d.Log == nil {
-			d.Log = logw
-		}
-		if d.Realtime == 0 {
-			// Eight containers: each delay line gets real-time priority,
-			// as the netns calibration's do on the host.
-			d.Realtime = CalibrateRealtime
-		}
-		plat = NewDockerPlatform(d)
-	}
-	g := &Grid{Links: m, TimeScale: 1, Dilation: d}
+	// Eight containers: each delay line gets real-time priority, as the
+	// netns calibration's do on the host.
+	plat := orDocker(opts.Platform, opts.Docker, logw, CalibrateRealtime)
+	g := &Grid{Spec: wiring.Spec{Links: m, TimeScale: 1, Dilation: d}}
 	var hosts []HostSpec
 	for _, c := range m.Clusters {
 		g.Clusters = append(g.Clusters, Cluster{Name: c, Nodes: 2, Processors: 1, Speed: 1})
@@ -96,10 +88,6 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 		return nil, netem.CalibrationSummary{}, info, err
 	}
 	nodes := l.hostsByRole(membership.RoleNode)
-	byName := map[string]membership.Member{}
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
 	a, b := pairFor(nodes)
 	if info, err = l.model(ctx, want, 0, a, b, opts.PingPong, m.MaxLatency(d)); err != nil {
 		return nil, netem.CalibrationSummary{}, info, err
@@ -112,7 +100,23 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 	if err := l.shapeAll(ctx, &info, nodes); err != nil {
 		return nil, netem.CalibrationSummary{}, info, err
 	}
+	rows, err := l.calibratePairs(ctx, m, d, info, opts, nodes)
+	if err != nil {
+		return rows, netem.CalibrationSummary{}, info, err
+	}
+	return rows, netem.SummarizeCalibration(rows), info, nil
+}
 
+// calibratePairs measures every unordered available cluster pair between
+// the first node of one cluster and the second of the other, keeping the
+// best of opts.Attempts.
+func (l *launcher) calibratePairs(ctx context.Context, m netem.Matrix, d float64, info ShapeInfo, opts CalibrateOptions,
+	nodes []membership.Member) ([]netem.CalibrationRow, error) {
+	logw := opts.Log
+	byName := map[string]membership.Member{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
 	var rows []netem.CalibrationRow
 	for i, src := range m.Clusters {
 		for j := i; j < len(m.Clusters); j++ {
@@ -128,13 +132,13 @@ func Calibrate(ctx context.Context, m netem.Matrix, want string, opts CalibrateO
 				return r, err
 			})
 			if err != nil {
-				return rows, netem.CalibrationSummary{}, info, fmt.Errorf("grid: calibrate %s-%s: %w", src, dst, err)
+				return rows, fmt.Errorf("grid: calibrate %s-%s: %w", src, dst, err)
 			}
 			fmt.Fprintf(logw, "%s-%s: %.1f MB/s %v -> %s (%d tries)\n", src, dst, row.Measured.Bandwidth/1e6, row.Measured.Latency, row.Verdict, row.Attempts)
 			rows = append(rows, row)
 		}
 	}
-	return rows, netem.SummarizeCalibration(rows), info, nil
+	return rows, nil
 }
 
 // calibratePair measures one ping-pong from a to b with the shaping in
@@ -143,16 +147,9 @@ func (l *launcher) calibratePair(ctx context.Context, a, b membership.Member, ta
 	stats := func(reset bool) ([]*msg.GridLineStatsResult, error) {
 		var out []*msg.GridLineStatsResult
 		for _, h := range []membership.Member{a, b} {
-			r, err := l.ask(ctx, h, &msg.GridLineStats{ResetLateness: reset}, 30*time.Second)
+			s, err := askFor[*msg.GridLineStatsResult](ctx, l, h, &msg.GridLineStats{ResetLateness: reset}, 30*time.Second)
 			if err != nil {
-				return nil, err
-			}
-			s, ok := r.(*msg.GridLineStatsResult)
-			if !ok {
-				return nil, fmt.Errorf("%s: unexpected reply %T", h.Name, r)
-			}
-			if s.Error != "" {
-				return nil, fmt.Errorf("%s: delay line: %s", h.Name, s.Error)
+				return nil, fmt.Errorf("%s: delay line: %w", h.Name, err)
 			}
 			out = append(out, s)
 		}

@@ -1,12 +1,19 @@
-// Package grid is the docker backend of koala-emu: every actor host (the
-// scheduler, the information service, each cluster manager, each compute
-// node, each runner site) runs `koala-emu node` in its own container, and
-// the koala-emu process that started the run (the launcher) drives them.
+// Package grid runs the docker and netns backends of koala-emu: every actor
+// host (the scheduler or malleability manager, the information service,
+// each cluster manager, each compute node, each runner site) runs
+// `koala-emu node` in its own container (DockerPlatform) or as a process in
+// its own network namespace (NetnsPlatform), and the koala-emu process that
+// started the run (the launcher) drives them. The role actors are built
+// from the run's wiring.Spec (carried in the Grid) exactly as on the inproc
+// backend; a host only finds its peers' PIDs through the membership.
 //
 // A run (Run, RunDocker):
 //
-//  1. The platform (DockerPlatform; the tests use goroutines) builds or
-//     finds the image and creates the run's network: a /24 per cluster.
+//  1. The platform (DockerPlatform, NetnsPlatform; the tests use processes
+//     on 127.0.0.1) builds or finds the image, or the namespaces, and
+//     creates the run's network: a /24 per cluster. It records the run's
+//     owner (launch/owner: Docker labels, or a record file for netns) so
+//     that `koala-emu clean` removes the run only once its launcher is gone.
 //  2. The launcher starts an actor system with protoactor remote on the
 //     network's gateway (the recorder and the submitter live there) and
 //     joins the membership (memberlist) as its first member and seed.
@@ -31,8 +38,12 @@
 //     The information service reports its first probe round (GridReady).
 //  6. The launcher sets scenario time 0 on every host (GridEpoch) and
 //     replays the workload: at each submission time the job's runner site
-//     spawns its runner. Events from every host reach the recorder over
-//     remote; results are written as on the inproc backend.
+//     spawns its runner (a malleable runner for a job the Spec lists as
+//     malleable: msg.SpawnRunner carries no bounds). Events from every host
+//     reach the recorder over remote; at the end the launcher collects the
+//     malleability invariant counters of the scheduler host and the runner
+//     sites (wiring.KindInvariantReport) and finishes the results as every
+//     backend does (wiring.Results.Finish).
 //
 // Node failures: every cluster manager's host watches the membership for
 // its nodes; one that fails or leaves is reported with msg.NodeDown to its

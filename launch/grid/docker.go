@@ -18,6 +18,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/owner"
 	"github.com/koala-emu/koala-emu/netem/netns"
 )
 
@@ -121,8 +122,17 @@ func (p *DockerPlatform) Setup(ctx context.Context, clusters []string) (Network,
 		return Network{}, err
 	}
 	p.image = img
+	if p.opts.ID == "" {
+		p.opts.ID = docker.NewRunID()
+	}
+	// The owner's labels let `koala-emu clean` tell a live run from one
+	// whose launcher is gone.
+	own, err := owner.Self(p.opts.ID, "docker")
+	if err != nil {
+		return Network{}, fmt.Errorf("docker backend: %w", err)
+	}
 	run, err := docker.NewRun(ctx, docker.Options{ID: p.opts.ID, Image: img, Clusters: clusters, Parallelism: p.opts.Parallelism,
-		Logger: p.opts.Logger, Progress: func(up, total int) { p.started.Store(int64(up)) }})
+		Logger: p.opts.Logger, Progress: func(up, total int) { p.started.Store(int64(up)) }, Labels: own.Labels()})
 	if err != nil {
 		return Network{}, err
 	}
@@ -266,10 +276,7 @@ func (p *DockerPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) e
 	if logw == nil {
 		logw = io.Discard
 	}
-	if err := EnsureNeighbourRoom("docker", len(hosts)+1, !p.opts.NoHostTuning, logw); err != nil {
-		return err
-	}
-	enc, err := g.Encode()
+	enc, err := prepareStart("docker", len(hosts), !p.opts.NoHostTuning, logw, g)
 	if err != nil {
 		return err
 	}

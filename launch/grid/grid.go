@@ -6,12 +6,11 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/koala-emu/koala-emu/launch/membership"
-	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -37,21 +36,12 @@ const EnvDebug = "KOALA_EMU_DEBUG"
 // on the Docker host that started the run.
 const RoleLauncher = "launcher"
 
-// Actor names. The role actors keep the names they have on the inproc
-// backend.
+// Actor names of the grid's own actors; the role actors keep the names
+// they have on every backend (launch/wiring).
 const (
-	actorCtl       = "ctl"
-	actorRecorder  = "recorder"
-	actorLauncher  = "launcher"
-	actorScheduler = "scheduler"
-	actorKIS       = "kis"
+	actorCtl      = "ctl"
+	actorLauncher = "launcher"
 )
-
-func clusterActor(c string) string { return "cluster-" + c }
-func nodeActor(n string) string    { return "node-" + n }
-func runnerActor(job string) string {
-	return "runner-" + job
-}
 
 // Host names (container names within the run, and membership names).
 const (
@@ -64,97 +54,43 @@ func siteHost(site string) string { return "runner-" + site }
 
 // NodeName is the name of node i (0-based) of a cluster, as on the inproc
 // backend: vrije-n001.
-func NodeName(cluster string, i int) string { return fmt.Sprintf("%s-n%03d", cluster, i+1) }
+func NodeName(cluster string, i int) string { return wiring.NodeName(cluster, i) }
 
-// Grid is what every actor host of a run knows about the run. The launcher
-// writes it as JSON into EnvGrid of every container.
+// Grid is what every actor host of a run knows about the run: the roles'
+// Spec (clusters, links, policy, seed, time, malleable jobs' bounds) and
+// where the run's parts are. The launcher writes it as JSON into EnvGrid of
+// every container.
 type Grid struct {
+	wiring.Spec
 	RunID string `json:"run_id"`
 	// Launcher is the protoactor address of the launcher (host:port): the
 	// recorder and the launcher actor live there.
 	Launcher string `json:"launcher"`
 	// Seeds are the gossip addresses a host joins the membership through.
 	Seeds []string `json:"seeds"`
-	// Clusters in scenario order.
-	Clusters []Cluster `json:"clusters"`
 	// Sites are the runner sites.
 	Sites []string `json:"sites,omitempty"`
-	// Links is the undilated link matrix over Clusters.
-	Links netem.Matrix `json:"links"`
 	// Subnets maps each cluster to the prefixes of its hosts; node hosts
 	// shape their egress per destination prefix.
 	Subnets map[string][]netip.Prefix `json:"subnets"`
-	// Seed, TimeScale, Dilation and Policy are the scenario's.
-	Seed      int64            `json:"seed"`
-	TimeScale float64          `json:"time_scale"`
-	Dilation  float64          `json:"dilation"`
-	Policy    scenarios.Policy `json:"policy"`
-	// ProbeBytes is the message size of the information service's
-	// bandwidth probes.
-	ProbeBytes int `json:"probe_bytes"`
-	// RankTimeout bounds how long a runner waits for its ranks (wall).
-	RankTimeout time.Duration `json:"rank_timeout,omitempty"`
 }
 
 // Cluster is one cluster of a Grid.
-type Cluster struct {
-	Name       string               `json:"name"`
-	Nodes      int                  `json:"nodes"`
-	Processors int                  `json:"processors"`
-	Speed      float64              `json:"speed"`
-	Background scenarios.Background `json:"background"`
-}
+type Cluster = wiring.Cluster
 
-// Factor is scenario seconds per wall second.
-func (g *Grid) Factor() float64 {
-	d := g.Dilation
-	if d <= 0 {
-		d = 1
-	}
-	ts := g.TimeScale
-	if ts <= 0 {
-		ts = 1
-	}
-	return ts / d
-}
-
-// Cluster returns the cluster of that name and its index.
-func (g *Grid) Cluster(name string) (Cluster, int, bool) {
-	for i, c := range g.Clusters {
-		if c.Name == name {
-			return c, i, true
-		}
-	}
-	return Cluster{}, -1, false
-}
-
-// Order returns the cluster names in scenario order.
-func (g *Grid) Order() []string {
-	out := make([]string, len(g.Clusters))
-	for i, c := range g.Clusters {
-		out[i] = c.Name
-	}
-	return out
-}
-
-// Unavailable returns the pairs no job may span (both orders).
-func (g *Grid) Unavailable() map[[2]string]bool {
-	u := map[[2]string]bool{}
-	for i, a := range g.Links.Clusters {
-		for j, b := range g.Links.Clusters {
-			if g.Links.Links[i][j].Unavailable {
-				u[[2]string{a, b}] = true
-			}
-		}
-	}
-	return u
-}
+// maxGridBytes bounds the encoded Grid: it travels in one environment
+// variable, and Linux takes at most 128 KiB per variable.
+const maxGridBytes = 120 << 10
 
 // Encode returns the Grid as JSON.
 func (g *Grid) Encode() (string, error) {
 	b, err := json.Marshal(g)
 	if err != nil {
 		return "", fmt.Errorf("grid: encode: %w", err)
+	}
+	if len(b) > maxGridBytes {
+		return "", fmt.Errorf("grid: the run's description is %d bytes, more than the %d an environment variable carries "+
+			"(%d malleable jobs' bounds travel in it because msg.SpawnRunner does not carry them)", len(b), maxGridBytes, len(g.Malleable))
 	}
 	return string(b), nil
 }
@@ -177,19 +113,8 @@ func (g *Grid) check() error {
 	if g.Launcher == "" {
 		return fmt.Errorf("grid: no launcher address")
 	}
-	if len(g.Clusters) == 0 {
-		return fmt.Errorf("grid: no clusters")
-	}
-	if len(g.Links.Clusters) != len(g.Clusters) || len(g.Links.Links) != len(g.Clusters) {
-		return fmt.Errorf("grid: link matrix covers %d clusters, the grid has %d", len(g.Links.Clusters), len(g.Clusters))
-	}
-	for i, c := range g.Clusters {
-		if g.Links.Clusters[i] != c.Name {
-			return fmt.Errorf("grid: link matrix cluster %d is %q, want %q", i, g.Links.Clusters[i], c.Name)
-		}
-		if len(g.Links.Links[i]) != len(g.Clusters) {
-			return fmt.Errorf("grid: link matrix row %d has %d entries, want %d", i, len(g.Links.Links[i]), len(g.Clusters))
-		}
+	if err := g.Spec.Check(); err != nil {
+		return fmt.Errorf("grid: %w", err)
 	}
 	return nil
 }
@@ -197,14 +122,8 @@ func (g *Grid) check() error {
 // GridFromPlan builds the Grid of a scenario plan; the launcher fills in
 // RunID, Launcher, Seeds and Subnets.
 func GridFromPlan(plan *scenarios.Plan, probeBytes int) *Grid {
-	g := &Grid{Links: plan.Links, Seed: plan.Seed, TimeScale: plan.TimeScale, Dilation: plan.Dilation,
-		Policy: plan.Policy, ProbeBytes: probeBytes}
-	for i, c := range plan.Clusters {
-		gc := Cluster{Name: c.Name, Nodes: c.Nodes, Processors: c.Processors, Speed: c.Speed}
-		if i < len(plan.Background) {
-			gc.Background = plan.Background[i]
-		}
-		g.Clusters = append(g.Clusters, gc)
+	g := &Grid{Spec: wiring.SpecFromPlan(plan, probeBytes)}
+	for _, c := range plan.Clusters {
 		g.Sites = append(g.Sites, c.Name)
 	}
 	return g
@@ -227,7 +146,8 @@ func SiteOf(j scenarios.Job, index int, sites []string) string {
 	return sites[index%len(sites)]
 }
 
-// pidOf is the PID of actor id in the actor system of member m.
+// pidOf is the PID of actor id in the actor system of member m: how the
+// grid backends find a role's PID.
 func pidOf(m membership.Member, id string) *actor.PID { return actor.NewPID(m.Addr, id) }
 
 // peers is a view of the membership by role.
@@ -275,10 +195,25 @@ func (p peers) clusterPIDs(order []string) (map[string]*actor.PID, error) {
 			missing = append(missing, c)
 			continue
 		}
-		out[c] = pidOf(m, clusterActor(c))
+		out[c] = pidOf(m, wiring.ClusterActor(c))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cluster managers not in the membership: %s", strings.Join(missing, ", "))
 	}
 	return out, nil
+}
+
+// roles returns the role PIDs the membership shows: the scheduler and the
+// information service when present, and every cluster manager (the error
+// names those missing).
+func (p peers) roles(order []string) (wiring.Peers, error) {
+	clusters, err := p.clusterPIDs(order)
+	w := wiring.Peers{Clusters: clusters}
+	if p.scheduler != nil {
+		w.Scheduler = pidOf(*p.scheduler, wiring.ActorScheduler)
+	}
+	if p.kis != nil {
+		w.KIS = pidOf(*p.kis, wiring.ActorKIS)
+	}
+	return w, err
 }

@@ -18,16 +18,13 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
-	"github.com/koala-emu/koala-emu/actors/kis"
+	"github.com/koala-emu/koala-emu/actors/malleable"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/node"
-	"github.com/koala-emu/koala-emu/actors/policy/placement"
-	"github.com/koala-emu/koala-emu/actors/runner"
-	"github.com/koala-emu/koala-emu/actors/scheduler"
 	"github.com/koala-emu/koala-emu/clock"
-	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 )
 
 // Membership meta keys.
@@ -64,24 +61,26 @@ type HostConfig struct {
 type host struct {
 	cfg    HostConfig
 	grid   *Grid
+	log    io.Writer
 	system *actor.ActorSystem
 	rem    *remote.Remote
 	clk    *clock.Scaled
 	env    actors.Env
 	sh     *shaper
-	probe  launch.ProbeEndpoint
+	probe  *wiring.Prober
+	stats  *malleable.Stats // invariant counters of a malleable run's manager or runners
 	prov   membership.Provider
 	ctx    context.Context
 	stop   context.CancelFunc // ends Serve
 	quiet  atomic.Bool        // GridStop received
 	stopBy chan *actor.PID    // who asked for GridStop (capacity 1)
+	left   bool               // the membership is closed or left (Serve's goroutine only)
 	logf   func(format string, a ...any)
 
 	mu        sync.Mutex
 	roleActor *actor.PID // spawned by activation (or at boot for nodes)
 	down      map[string]bool
-	sched     *actor.PID            // runner sites: the scheduler
-	clusters  map[string]*actor.PID // runner sites: cluster managers
+	peers     wiring.Peers // runner sites: the scheduler and the cluster managers
 }
 
 // ErrStopped is returned by Serve, once ctx ends, when the launcher had
@@ -97,97 +96,133 @@ var ErrStopped = errors.New("grid: host stopped by the launcher")
 // stops its actors and removes its shaping. It returns ErrStopped after a
 // GridStop.
 func Serve(ctx context.Context, cfg HostConfig) (err error) {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	parent := ctx
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	h := &host{cfg: cfg, grid: cfg.Grid, log: cfg.Log, ctx: ctx, stop: stop, down: map[string]bool{}, stopBy: make(chan *actor.PID, 1),
+		logf: func(format string, a ...any) { fmt.Fprintf(cfg.Log, cfg.Name+": "+format+"\n", a...) }}
+	var undo wiring.Undo
+	defer func() { err = errors.Join(err, undo.Run()) }()
+	if err := h.start(&undo); err != nil {
+		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
+	}
+	if err := h.join(&undo); err != nil {
+		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
+	}
+	fmt.Fprintf(h.log, "%s: %s %s (%s) at %s\n", docker.ReadyLine, cfg.Name, cfg.Role, cfg.Cluster, h.system.Address())
+	return h.serve(parent)
+}
+
+// check validates a HostConfig and sets its defaults.
+func (cfg *HostConfig) check() error {
 	if cfg.Grid == nil {
 		return errors.New("grid: host without a grid")
 	}
 	if cfg.Name == "" || cfg.IP == "" {
 		return errors.New("grid: host needs a name and an IP")
 	}
-	switch {
-	case cfg.RemotePort == 0:
-		cfg.RemotePort = RemotePort
-	case cfg.RemotePort < 0:
-		cfg.RemotePort = 0
-	}
-	switch {
-	case cfg.GossipPort == 0:
-		cfg.GossipPort = GossipPort
-	case cfg.GossipPort < 0:
-		cfg.GossipPort = 0
-	}
-	if cfg.JoinTimeout <= 0 {
-		cfg.JoinTimeout = 2 * time.Minute
-	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	parent := ctx
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	h := &host{cfg: cfg, grid: cfg.Grid, ctx: ctx, stop: stop, down: map[string]bool{}, stopBy: make(chan *actor.PID, 1),
-		logf: func(format string, a ...any) { fmt.Fprintf(logw, cfg.Name+": "+format+"\n", a...) }}
-	var cleanup []func() error
-	defer func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			if cerr := cleanup[i](); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
-
-	h.system = actor.NewActorSystem(logTo(logw, slog.LevelError))
-	cleanup = append(cleanup, func() error { h.system.Shutdown(); return nil })
-	if h.rem, err = startRemote(h.system, cfg.IP, cfg.RemotePort); err != nil {
-		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
-	}
-	cleanup = append(cleanup, func() error { h.rem.Shutdown(false); return nil })
-	h.clk = clock.NewScaled(h.grid.Factor())
-	h.env = actors.Env{System: h.system, Clock: h.clk, Recorder: actor.NewPID(h.grid.Launcher, actorRecorder)}
-
-	meta := map[string]string{}
 	switch cfg.Role {
-	case membership.RoleNode, membership.RoleCluster:
-		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)
-		cleanup = append(cleanup, h.sh.close)
-		if h.probe, err = launch.NewProbeEndpoint(ctx, cfg.Cluster, &h.sh.egress, cfg.IP); err != nil {
-			return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
-		}
-		cleanup = append(cleanup, h.probe.Close)
-		meta[metaProbe] = h.probe.Addr()
-	case membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner:
+	case membership.RoleNode, membership.RoleCluster, membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner:
 	default:
 		return fmt.Errorf("grid: host %s: unknown role %q", cfg.Name, cfg.Role)
 	}
-	stopRole := func() error {
-		h.mu.Lock()
-		p := h.roleActor
-		h.roleActor = nil
-		h.mu.Unlock()
-		if p != nil {
-			_ = h.system.Root.StopFuture(p).Wait() // waits for its Stopping handler
+	cfg.RemotePort = portOr(cfg.RemotePort, RemotePort)
+	cfg.GossipPort = portOr(cfg.GossipPort, GossipPort)
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 2 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return nil
+}
+
+// portOr is def for 0 and any free port (0) for a negative port.
+func portOr(port, def int) int {
+	switch {
+	case port == 0:
+		return def
+	case port < 0:
+		return 0
+	}
+	return port
+}
+
+// start starts the host's actor system with remote, its shaping and probe
+// endpoint (nodes and cluster managers), the node actor on a node host and
+// the control actor.
+func (h *host) start(undo *wiring.Undo) (err error) {
+	cfg := h.cfg
+	h.system = actor.NewActorSystem(logTo(h.log, slog.LevelError))
+	undo.Push(func() error { h.system.Shutdown(); return nil })
+	if h.rem, err = startRemote(h.system, cfg.IP, cfg.RemotePort); err != nil {
+		return err
+	}
+	undo.Push(func() error { h.rem.Shutdown(false); return nil })
+	h.clk = clock.NewScaled(h.grid.Factor())
+	h.env = actors.Env{System: h.system, Clock: h.clk, Recorder: actor.NewPID(h.grid.Launcher, wiring.ActorRecorder)}
+	if h.grid.Policy.Malleability != nil && (cfg.Role == membership.RoleScheduler || cfg.Role == membership.RoleRunner) {
+		h.stats = malleable.NewStats()
+	}
+	if cfg.Role == membership.RoleNode || cfg.Role == membership.RoleCluster {
+		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)
+		undo.Push(h.sh.close)
+		if h.probe, err = wiring.NewProber(h.ctx, cfg.Cluster, &h.sh.egress, cfg.IP); err != nil {
+			return err
 		}
-		return nil
+		undo.Push(h.probe.Close)
 	}
 	if cfg.Role == membership.RoleNode {
-		c, _, ok := h.grid.Cluster(cfg.Cluster)
-		if !ok {
-			return fmt.Errorf("grid: host %s: unknown cluster %q", cfg.Name, cfg.Cluster)
+		if err := h.spawnNode(); err != nil {
+			return err
 		}
-		p, err := h.system.Root.SpawnNamed(node.Props(node.Config{Name: cfg.Name, Cluster: cfg.Cluster, Speed: c.Speed,
-			Processors: c.Processors, Dilation: h.grid.Dilation, Egress: &h.sh.egress, ListenHost: cfg.IP, Env: h.env}), nodeActor(cfg.Name))
-		if err != nil {
-			return fmt.Errorf("grid: host %s: spawn node actor: %w", cfg.Name, err)
-		}
-		h.roleActor = p
 	}
 	ctl, err := h.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &ctlActor{h: h} }), actorCtl)
 	if err != nil {
-		return fmt.Errorf("grid: host %s: spawn control actor: %w", cfg.Name, err)
+		return fmt.Errorf("spawn control actor: %w", err)
 	}
-	cleanup = append(cleanup, func() error { _ = h.system.Root.StopFuture(ctl).Wait(); return nil })
-	cleanup = append(cleanup, stopRole)
+	undo.Push(func() error { _ = h.system.Root.StopFuture(ctl).Wait(); return nil })
+	undo.Push(h.stopRole)
+	return nil
+}
 
+// spawnNode spawns a node host's node actor.
+func (h *host) spawnNode() error {
+	cfg, err := h.grid.NodeConfig(h.env, h.cfg.Cluster, h.cfg.Name, &h.sh.egress, h.cfg.IP)
+	if err != nil {
+		return err
+	}
+	p, err := h.system.Root.SpawnNamed(node.Props(cfg), wiring.NodeActor(h.cfg.Name))
+	if err != nil {
+		return fmt.Errorf("spawn node actor: %w", err)
+	}
+	h.roleActor = p
+	return nil
+}
+
+// stopRole stops the role actor, waiting for its Stopping handler.
+func (h *host) stopRole() error {
+	h.mu.Lock()
+	p := h.roleActor
+	h.roleActor = nil
+	h.mu.Unlock()
+	if p != nil {
+		_ = h.system.Root.StopFuture(p).Wait()
+	}
+	return nil
+}
+
+// join joins the membership; the undo step leaves it (announcing the
+// departure) unless it was closed already.
+func (h *host) join(undo *wiring.Undo) (err error) {
+	cfg := h.cfg
+	meta := map[string]string{}
+	if h.probe != nil {
+		meta[metaProbe] = h.probe.Addr()
+	}
 	self := membership.Member{Name: cfg.Name, Role: cfg.Role, Cluster: cfg.Cluster, Addr: h.system.Address(), Meta: meta}
 	if cfg.Membership != nil {
 		h.prov, err = cfg.Membership(self)
@@ -196,16 +231,15 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 		mc.BindAddr, mc.AdvertiseAddr = cfg.IP, cfg.IP
 		mc.BindPort = cfg.GossipPort
 		if os.Getenv(EnvDebug) != "" {
-			mc.LogOutput = logw
+			mc.LogOutput = h.log
 		}
 		h.prov, err = membership.NewMemberlist(mc)
 	}
 	if err != nil {
-		return fmt.Errorf("grid: host %s: membership: %w", cfg.Name, err)
+		return fmt.Errorf("membership: %w", err)
 	}
-	left := false
-	cleanup = append(cleanup, func() error {
-		if left {
+	undo.Push(func() error {
+		if h.left {
 			return h.prov.Close()
 		}
 		lctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -215,54 +249,57 @@ func Serve(ctx context.Context, cfg HostConfig) (err error) {
 		}
 		return nil
 	})
-	jctx, cancel := context.WithTimeout(ctx, cfg.JoinTimeout)
-	err = h.prov.Join(jctx, h.grid.Seeds)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("grid: host %s: %w", cfg.Name, err)
-	}
-	fmt.Fprintf(logw, "%s: %s %s (%s) at %s\n", docker.ReadyLine, cfg.Name, cfg.Role, cfg.Cluster, h.system.Address())
+	jctx, cancel := context.WithTimeout(h.ctx, cfg.JoinTimeout)
+	defer cancel()
+	return h.prov.Join(jctx, h.grid.Seeds)
+}
 
+// serve handles membership events until the host's context ends.
+func (h *host) serve(parent context.Context) error {
 	for {
 		select {
-		case <-ctx.Done():
+		case <-h.ctx.Done():
 			if h.quiet.Load() {
-				// The whole run is going away: close the membership without
-				// departure gossip, stop the role actor, remove the shaping
-				// (so the container's namespace is plain when Docker removes
-				// it), acknowledge, and idle until the container goes.
-				left = true
-				err := errors.Join(h.prov.Close(), stopRole(), h.closeShaping())
-				ack := &msg.GridAck{Host: cfg.Name}
-				if err != nil {
-					ack.Error = err.Error()
-				}
-				select {
-				case to := <-h.stopBy:
-					h.system.Root.Send(to, ack)
-				default:
-				}
-				<-parent.Done()
-				return ErrStopped
+				return h.quietStop(parent)
 			}
 			// Leave first (so peers see a departure, not a failure), then
 			// stop the actors.
 			lctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			lerr := h.prov.Leave(lctx)
 			cancel()
-			left = true
+			h.left = true
 			if lerr != nil && !errors.Is(lerr, membership.ErrClosed) {
 				h.logf("leave: %v", lerr)
 			}
 			return nil
 		case ev, ok := <-h.prov.Events():
 			if !ok {
-				<-ctx.Done()
+				<-h.ctx.Done()
 				continue
 			}
 			h.member(ev)
 		}
 	}
+}
+
+// quietStop ends a host the launcher stopped (GridStop): the whole run is
+// going away, so it closes the membership without departure gossip, stops
+// the role actor, removes the shaping (so the container's namespace is
+// plain when Docker removes it), acknowledges, and idles until parent ends.
+func (h *host) quietStop(parent context.Context) error {
+	h.left = true
+	err := errors.Join(h.prov.Close(), h.stopRole(), h.closeShaping())
+	ack := &msg.GridAck{Host: h.cfg.Name}
+	if err != nil {
+		ack.Error = err.Error()
+	}
+	select {
+	case to := <-h.stopBy:
+		h.system.Root.Send(to, ack)
+	default:
+	}
+	<-parent.Done()
+	return ErrStopped
 }
 
 // logTo sends protoactor's own log lines at level and above to w.
@@ -443,22 +480,8 @@ func (h *host) waitPeers(timeout time.Duration, ok func(peers) error) (peers, er
 }
 
 // activate spawns the host's role actor with its peers found through the
-// membership.
+// membership; the role's props come from the run's Spec (launch/wiring).
 func (h *host) activate() error {
-	const patience = time.Minute
-	g := h.grid
-	order := g.Order()
-	needClusters := func(v peers) error { _, err := v.clusterPIDs(order); return err }
-	spawn := func(props *actor.Props, name string) error {
-		p, err := h.system.Root.SpawnNamed(props, name)
-		if err != nil {
-			return fmt.Errorf("spawn %s: %w", name, err)
-		}
-		h.mu.Lock()
-		h.roleActor = p
-		h.mu.Unlock()
-		return nil
-	}
 	h.mu.Lock()
 	active := h.roleActor != nil
 	h.mu.Unlock()
@@ -469,94 +492,127 @@ func (h *host) activate() error {
 	case membership.RoleNode:
 		return nil
 	case membership.RoleScheduler:
-		v, err := h.waitPeers(patience, needClusters)
-		if err != nil {
-			return err
-		}
-		clusters, _ := v.clusterPIDs(order)
-		policy, err := placement.New(g.Policy.Placement)
-		if err != nil {
-			return fmt.Errorf("policy.placement: %w", err)
-		}
-		return spawn(scheduler.Props(scheduler.Config{
-			Policy: policy, Options: placement.Options{MaxClusters: g.Policy.MaxClusters, CAMetric: g.Policy.CAMetric},
-			ScanPeriod: g.Policy.ScanPeriod, MaxTries: g.Policy.PlacementTries, Clusters: clusters, Order: order, Env: h.env,
-		}), actorScheduler)
+		return h.activateScheduler()
 	case membership.RoleKIS:
-		v, err := h.waitPeers(patience, func(v peers) error {
-			if v.scheduler == nil {
-				return errors.New("no scheduler in the membership")
-			}
-			return needClusters(v)
-		})
-		if err != nil {
-			return err
-		}
-		clusters, _ := v.clusterPIDs(order)
-		ready := make(chan struct{})
-		if err := spawn(kis.Props(kis.Config{Order: order, Clusters: clusters, Unavailable: g.Unavailable(),
-			Scheduler: pidOf(*v.scheduler, actorScheduler), ProbePeriod: g.Policy.ProbePeriod,
-			BandwidthBytes: g.ProbeBytes, Ready: ready, Env: h.env}), actorKIS); err != nil {
-			return err
-		}
-		launcher := actor.NewPID(g.Launcher, actorLauncher)
-		go func() {
-			select {
-			case <-ready:
-				h.system.Root.Send(launcher, &msg.GridReady{})
-			case <-h.ctx.Done():
-			}
-		}()
-		return nil
+		return h.activateKIS()
 	case membership.RoleRunner:
-		v, err := h.waitPeers(patience, func(v peers) error {
-			if v.scheduler == nil {
-				return errors.New("no scheduler in the membership")
-			}
-			return needClusters(v)
-		})
+		p, err := h.waitRoles(true, false)
 		if err != nil {
 			return err
 		}
-		clusters, _ := v.clusterPIDs(order)
 		h.mu.Lock()
-		h.sched, h.clusters = pidOf(*v.scheduler, actorScheduler), clusters
+		h.peers = p
 		h.mu.Unlock()
 		return nil
 	case membership.RoleCluster:
-		c, ci, ok := g.Cluster(h.cfg.Cluster)
-		if !ok {
-			return fmt.Errorf("unknown cluster %q", h.cfg.Cluster)
-		}
-		// The manager starts once every node of its cluster has joined
-		// (minus nodes already reported down).
-		v, err := h.waitPeers(patience, func(v peers) error {
-			if v.kis == nil {
-				return errors.New("no information service in the membership")
-			}
-			h.mu.Lock()
-			down := len(h.down)
-			h.mu.Unlock()
-			if n := len(v.nodes[c.Name]); n+down < c.Nodes {
-				return fmt.Errorf("%d of %d nodes of %s joined", n, c.Nodes, c.Name)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var infos []cluster.NodeInfo
-		for _, m := range v.nodes[c.Name] {
-			infos = append(infos, cluster.NodeInfo{Name: m.Name, PID: pidOf(m, nodeActor(m.Name))})
-		}
-		var bg *cluster.Background
-		if b := c.Background; b.Max > 0 {
-			bg = cluster.NewBackground(b.Min, b.Max, b.MeanJob, b.MaxJobNodes, uint64(g.Seed)+uint64(ci)+1)
-		}
-		return spawn(cluster.Props(cluster.Config{Name: c.Name, Nodes: infos, KIS: pidOf(*v.kis, actorKIS),
-			Background: bg, Prober: h.probe, Env: h.env}), clusterActor(c.Name))
+		return h.activateCluster()
 	}
 	return fmt.Errorf("unknown role %q", h.cfg.Role)
+}
+
+// activationPatience bounds how long an activation waits for its peers.
+const activationPatience = time.Minute
+
+// waitRoles waits until the membership shows every cluster manager, and
+// the scheduler and the information service when asked for.
+func (h *host) waitRoles(scheduler, kis bool) (wiring.Peers, error) {
+	order := h.grid.Order()
+	v, err := h.waitPeers(activationPatience, func(v peers) error {
+		if scheduler && v.scheduler == nil {
+			return errors.New("no scheduler in the membership")
+		}
+		if kis && v.kis == nil {
+			return errors.New("no information service in the membership")
+		}
+		_, err := v.clusterPIDs(order)
+		return err
+	})
+	if err != nil {
+		return wiring.Peers{}, err
+	}
+	return v.roles(order)
+}
+
+// spawnRole spawns the host's role actor.
+func (h *host) spawnRole(props *actor.Props, name string) error {
+	p, err := h.system.Root.SpawnNamed(props, name)
+	if err != nil {
+		return fmt.Errorf("spawn %s: %w", name, err)
+	}
+	h.mu.Lock()
+	h.roleActor = p
+	h.mu.Unlock()
+	return nil
+}
+
+// activateScheduler spawns the scheduler, or the malleability manager of a
+// malleable run (its invariant counters are the host's, reported to the
+// launcher on request).
+func (h *host) activateScheduler() error {
+	p, err := h.waitRoles(false, false)
+	if err != nil {
+		return err
+	}
+	props, err := h.grid.Scheduler(h.env, p, h.stats)
+	if err != nil {
+		return err
+	}
+	return h.spawnRole(props, wiring.ActorScheduler)
+}
+
+// activateKIS spawns the information service and tells the launcher when
+// its first probe round is done.
+func (h *host) activateKIS() error {
+	p, err := h.waitRoles(true, false)
+	if err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	if err := h.spawnRole(h.grid.KIS(h.env, p, ready), wiring.ActorKIS); err != nil {
+		return err
+	}
+	launcher := actor.NewPID(h.grid.Launcher, actorLauncher)
+	go func() {
+		select {
+		case <-ready:
+			h.system.Root.Send(launcher, &msg.GridReady{})
+		case <-h.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// activateCluster spawns the cluster manager once every node of its
+// cluster has joined (minus nodes already reported down).
+func (h *host) activateCluster() error {
+	c, _, ok := h.grid.Cluster(h.cfg.Cluster)
+	if !ok {
+		return fmt.Errorf("unknown cluster %q", h.cfg.Cluster)
+	}
+	v, err := h.waitPeers(activationPatience, func(v peers) error {
+		if v.kis == nil {
+			return errors.New("no information service in the membership")
+		}
+		h.mu.Lock()
+		down := len(h.down)
+		h.mu.Unlock()
+		if n := len(v.nodes[c.Name]); n+down < c.Nodes {
+			return fmt.Errorf("%d of %d nodes of %s joined", n, c.Nodes, c.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var infos []cluster.NodeInfo
+	for _, m := range v.nodes[c.Name] {
+		infos = append(infos, cluster.NodeInfo{Name: m.Name, PID: pidOf(m, wiring.NodeActor(m.Name))})
+	}
+	props, err := h.grid.ClusterManager(h.env, c.Name, infos, wiring.Peers{KIS: pidOf(*v.kis, wiring.ActorKIS)}, h.probe)
+	if err != nil {
+		return err
+	}
+	return h.spawnRole(props, wiring.ClusterActor(c.Name))
 }
 
 // ctlActor is the control actor of a host (see grid.proto). Long operations
@@ -615,32 +671,30 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 		for _, child := range ctx.Children() {
 			ctx.Send(child, x)
 		}
+	case *msg.Event:
+		if x.Kind == wiring.KindInvariantReport {
+			ctx.Respond(wiring.InvariantReport(h.stats.Snapshot()))
+		}
 	}
 }
 
-// spawnRunner starts a job's runner as a child of the site's control actor,
-// so NodeDown reaches every runner of the site.
+// spawnRunner starts a job's runner (rigid or malleable, see
+// wiring.Spec.Runner) as a child of the site's control actor, so NodeDown
+// reaches every runner of the site.
 func (c *ctlActor) spawnRunner(ctx actor.Context, x *msg.SpawnRunner) {
 	h := c.h
 	h.mu.Lock()
-	sched, clusters := h.sched, h.clusters
+	p := h.peers
 	h.mu.Unlock()
 	job := x.Job
-	fail := func(reason string) {
-		ev := h.env.Event("end", "launcher", job.GetId())
-		ev.Fields = map[string]string{"status": "failed", "reason": reason}
-		h.env.Emit(ev)
-	}
 	if job == nil {
 		return
 	}
-	if sched == nil {
-		fail("runner site " + h.cfg.Name + " is not active")
+	if p.Scheduler == nil {
+		wiring.FailJob(h.env, job.GetId(), "runner site "+h.cfg.Name+" is not active")
 		return
 	}
-	props := runner.Props(runner.Config{Job: job, Scheduler: sched, Clusters: clusters, TimeScale: h.grid.TimeScale,
-		StartupDelay: h.grid.Policy.StartupDelay, RankTimeout: h.grid.RankTimeout, Env: h.env})
-	if _, err := ctx.SpawnNamed(props, runnerActor(job.Id)); err != nil {
-		fail("spawn runner: " + err.Error())
+	if _, err := ctx.SpawnNamed(h.grid.Runner(h.env, job, p, h.stats), wiring.RunnerActor(job.Id)); err != nil {
+		wiring.FailJob(h.env, job.GetId(), "spawn runner: "+err.Error())
 	}
 }

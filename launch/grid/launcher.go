@@ -16,6 +16,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 )
 
 // HostSpec is one actor host a platform starts.
@@ -74,7 +75,7 @@ type launcher struct {
 	stopping bool                // the run is going away
 	failed   []membership.Member // hosts that failed or left after being up
 	onFail   func(membership.Event)
-	cleanup  []func() error
+	undo     wiring.Undo
 }
 
 // newLauncher sets up the platform's network, the launcher's actor system
@@ -94,7 +95,7 @@ func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer
 			l = nil
 		}
 	}()
-	l.cleanup = append(l.cleanup, func() error {
+	l.undo.Push(func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		return plat.Close(cctx)
@@ -108,12 +109,12 @@ func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer
 	// The launcher's remote reports every connection to a host that goes
 	// away (all of them at the end of a run): nothing a user can act on.
 	l.system = actor.NewActorSystem(logTo(io.Discard, slog.LevelError))
-	l.cleanup = append(l.cleanup, func() error { l.system.Shutdown(); return nil })
+	l.undo.Push(func() error { l.system.Shutdown(); return nil })
 	rem, err := startRemote(l.system, nw.LauncherIP, 0)
 	if err != nil {
 		return nil, fmt.Errorf("grid: launcher: %w (is %s an address of this host?)", err, nw.LauncherIP)
 	}
-	l.cleanup = append(l.cleanup, func() error { rem.Shutdown(false); return nil })
+	l.undo.Push(func() error { rem.Shutdown(false); return nil })
 	g.Launcher = l.system.Address()
 	if _, err := l.system.Root.SpawnNamed(actor.PropsFromFunc(l.receive), actorLauncher); err != nil {
 		return nil, fmt.Errorf("grid: launcher: %w", err)
@@ -123,7 +124,7 @@ func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer
 	if l.prov, err = plat.Membership(self); err != nil {
 		return nil, fmt.Errorf("grid: launcher membership: %w", err)
 	}
-	l.cleanup = append(l.cleanup, l.stopHosts)
+	l.undo.Push(l.stopHosts)
 	if err := l.prov.Join(ctx, nil); err != nil {
 		return nil, fmt.Errorf("grid: launcher membership: %w", err)
 	}
@@ -156,16 +157,7 @@ func (l *launcher) stopHosts() error {
 }
 
 // Close stops the launcher and removes every host and the network.
-func (l *launcher) Close() error {
-	var errs []error
-	for i := len(l.cleanup) - 1; i >= 0; i-- {
-		if err := l.cleanup[i](); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	l.cleanup = nil
-	return errors.Join(errs...)
-}
+func (l *launcher) Close() error { return l.undo.Run() }
 
 func (l *launcher) receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(*msg.GridReady); ok {
@@ -237,96 +229,121 @@ func (l *launcher) startHosts(ctx context.Context, hosts []HostSpec, stall time.
 	l.mu.Lock()
 	l.total = len(hosts)
 	l.mu.Unlock()
-	want := map[string]bool{}
+	w := &startWatch{l: l, hosts: hosts, want: map[string]bool{}, lastCheck: time.Now(), lastProgress: time.Now()}
 	for _, h := range hosts {
-		want[h.Name] = true
+		w.want[h.Name] = true
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	startErr := make(chan error, 1)
 	go func() { startErr <- l.plat.Start(sctx, hosts, l.grid) }()
-	started := false
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	lastShown, lastCheck := time.Time{}, time.Now()
-	missing := func() []string {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		var out []string
-		for n := range want {
-			if _, ok := l.members[n]; !ok {
-				out = append(out, n)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	counts := func() (nStarted, joined int) {
-		l.mu.Lock()
-		joined = min(len(l.members), len(hosts))
-		l.mu.Unlock()
-		nStarted = l.plat.Started()
-		if started {
-			nStarted = len(hosts)
-		}
-		return nStarted, joined
-	}
-	show := func(final bool) {
-		nStarted, joined := counts()
-		if final || time.Since(lastShown) >= 3*time.Second {
-			fmt.Fprintf(l.progress, "grid: %d/%d %s started, %d/%d joined the membership (%.1f s)\n",
-				nStarted, len(hosts), hostUnit(backendOf(l.plat)), joined, len(hosts), time.Since(l.began).Seconds())
-			lastShown = time.Now()
-		}
-	}
-	mostStarted, mostJoined, lastProgress := 0, 0, time.Now()
 	for {
 		select {
 		case err := <-startErr:
 			if err != nil {
 				return st, err
 			}
-			started = true
+			w.started = true
 			st.Started = time.Since(l.began)
 			startErr = nil
 		case <-ctx.Done():
 			return st, fmt.Errorf("grid: interrupted while starting: %w", ctx.Err())
 		case <-tick.C:
 		}
-		miss := missing()
-		if len(miss) == 0 && started {
+		miss := w.missing()
+		if len(miss) == 0 && w.started {
 			st.Joined = time.Since(l.began)
-			show(true)
+			w.show(true)
 			l.mu.Lock()
 			l.up = true
 			l.mu.Unlock()
 			return st, nil
 		}
-		if nStarted, joined := counts(); nStarted > mostStarted || joined > mostJoined {
-			mostStarted, mostJoined = max(mostStarted, nStarted), max(mostJoined, joined)
-			lastProgress = time.Now()
-		} else if time.Since(lastProgress) >= stall {
-			n := len(miss)
-			if n > 8 {
-				miss = append(miss[:8], fmt.Sprintf("and %d more", n-8))
-			}
-			return st, fmt.Errorf("grid: the start made no progress for %v (%d/%d %s started, at most %d/%d in the membership at once); %d hosts are not in the membership: %s",
-				stall, mostStarted, len(hosts), hostUnit(backendOf(l.plat)), mostJoined, len(hosts), n, strings.Join(miss, ", "))
+		if err := w.check(ctx, miss, stall); err != nil {
+			return st, err
 		}
-		show(false)
-		if started && time.Since(lastCheck) > 5*time.Second {
-			lastCheck = time.Now()
-			exited, err := l.plat.Exited(ctx)
-			if err == nil && len(exited) > 0 {
-				var names []string
-				for n := range exited {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				return st, fmt.Errorf("grid: %d hosts exited while starting; %s said:\n%s", len(names), names[0], exited[names[0]])
-			}
+		w.show(false)
+	}
+}
+
+// startWatch follows a start: which hosts are missing from the membership,
+// the progress shown, and when the start last made progress.
+type startWatch struct {
+	l       *launcher
+	hosts   []HostSpec
+	want    map[string]bool
+	started bool // the platform's Start returned
+
+	lastShown, lastCheck, lastProgress time.Time
+	mostStarted, mostJoined            int
+}
+
+// missing returns the hosts not in the membership, sorted.
+func (w *startWatch) missing() []string {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	var out []string
+	for n := range w.want {
+		if _, ok := w.l.members[n]; !ok {
+			out = append(out, n)
 		}
 	}
+	sort.Strings(out)
+	return out
+}
+
+// counts are the hosts started and those in the membership.
+func (w *startWatch) counts() (nStarted, joined int) {
+	w.l.mu.Lock()
+	joined = min(len(w.l.members), len(w.hosts))
+	w.l.mu.Unlock()
+	nStarted = w.l.plat.Started()
+	if w.started {
+		nStarted = len(w.hosts)
+	}
+	return nStarted, joined
+}
+
+// show prints the counts every 3 s, or now when final.
+func (w *startWatch) show(final bool) {
+	nStarted, joined := w.counts()
+	if final || time.Since(w.lastShown) >= 3*time.Second {
+		fmt.Fprintf(w.l.progress, "grid: %d/%d %s started, %d/%d joined the membership (%.1f s)\n",
+			nStarted, len(w.hosts), hostUnit(backendOf(w.l.plat)), joined, len(w.hosts), time.Since(w.l.began).Seconds())
+		w.lastShown = time.Now()
+	}
+}
+
+// check fails the start when it made no progress for stall, or when a host
+// exited (looked at every 5 s once every host has started).
+func (w *startWatch) check(ctx context.Context, miss []string, stall time.Duration) error {
+	if nStarted, joined := w.counts(); nStarted > w.mostStarted || joined > w.mostJoined {
+		w.mostStarted, w.mostJoined = max(w.mostStarted, nStarted), max(w.mostJoined, joined)
+		w.lastProgress = time.Now()
+	} else if time.Since(w.lastProgress) >= stall {
+		n := len(miss)
+		if n > 8 {
+			miss = append(miss[:8], fmt.Sprintf("and %d more", n-8))
+		}
+		return fmt.Errorf("grid: the start made no progress for %v (%d/%d %s started, at most %d/%d in the membership at once); %d hosts are not in the membership: %s",
+			stall, w.mostStarted, len(w.hosts), hostUnit(backendOf(w.l.plat)), w.mostJoined, len(w.hosts), n, strings.Join(miss, ", "))
+	}
+	if !w.started || time.Since(w.lastCheck) <= 5*time.Second {
+		return nil
+	}
+	w.lastCheck = time.Now()
+	exited, err := w.l.plat.Exited(ctx)
+	if err != nil || len(exited) == 0 {
+		return nil
+	}
+	var names []string
+	for n := range exited {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("grid: %d hosts exited while starting; %s said:\n%s", len(names), names[0], exited[names[0]])
 }
 
 // hostsByRole returns the live members of a role (or every host for ""),

@@ -11,10 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -22,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/owner"
 	"github.com/koala-emu/koala-emu/netem/netns"
 )
 
@@ -80,6 +78,9 @@ type NetnsOptions struct {
 	// NoHostTuning leaves the kernel's ARP table limits alone (see
 	// EnsureNeighbourRoom): Start then fails when they are too small.
 	NoHostTuning bool
+	// Records is where the run's owner is recorded for `koala-emu clean`;
+	// empty: owner.RunsDir.
+	Records string
 }
 
 // NetnsPlatform runs every actor host as a `koala-emu node` process in its
@@ -91,19 +92,11 @@ type NetnsOptions struct {
 type NetnsPlatform struct {
 	opts    NetnsOptions
 	planned []HostSpec
-	started atomic.Int64
+	procs   *procs
 
-	mu    sync.Mutex
-	topo  *netns.Topology
-	veth  string
-	procs map[string]*procHostNS
-}
-
-type procHostNS struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	out  *tailBuffer
+	mu   sync.Mutex
+	topo *netns.Topology
+	veth string
 }
 
 var _ Platform = (*NetnsPlatform)(nil)
@@ -113,7 +106,8 @@ func NewNetnsPlatform(opts NetnsOptions) *NetnsPlatform {
 	if opts.ID == "" {
 		opts.ID = netns.RandomRunID()
 	}
-	return &NetnsPlatform{opts: opts, procs: map[string]*procHostNS{}}
+	// Run IDs are checked in Setup (owner.CheckRunID).
+	return &NetnsPlatform{opts: opts, procs: &procs{log: opts.Log}}
 }
 
 func (p *NetnsPlatform) backend() string { return "netns" }
@@ -128,6 +122,14 @@ func (p *NetnsPlatform) Setup(ctx context.Context, clusters []string) (_ Network
 	if os.Geteuid() != 0 {
 		return Network{}, errors.New("netns backend: creating network namespaces needs root")
 	}
+	if err := p.recordOwner(); err != nil {
+		return Network{}, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.records().Remove(p.opts.ID))
+		}
+	}()
 	spec := netns.Spec{RunID: p.opts.ID, Clusters: append(append([]string(nil), clusters...), controlCluster)}
 	for _, h := range p.planned {
 		c := controlCluster
@@ -158,6 +160,36 @@ func (p *NetnsPlatform) Setup(ctx context.Context, clusters []string) (_ Network
 	return nw, nil
 }
 
+func (p *NetnsPlatform) records() owner.Records {
+	if p.opts.Records != "" {
+		return owner.Records{Dir: p.opts.Records}
+	}
+	return owner.Records{Dir: owner.RunsDir}
+}
+
+// recordOwner records this process as the run's owner, before anything of
+// the run exists (so a crash leaves nothing unrecorded).
+func (p *NetnsPlatform) recordOwner() error {
+	own, err := owner.Self(p.opts.ID, "netns")
+	if err != nil {
+		return fmt.Errorf("netns backend: %w", err)
+	}
+	if err := p.records().Write(own); err != nil {
+		return fmt.Errorf("netns backend: %w", err)
+	}
+	return nil
+}
+
+// LauncherVeth is the name of a netns run's launcher veth on the host: it
+// carries the run ID.
+func LauncherVeth(runID string) string {
+	name := "kl-" + runID
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
+
 // attachLauncher adds a veth from this namespace to the topology's bridge
 // and gives this end launcherAddr.
 func (p *NetnsPlatform) attachLauncher(topo *netns.Topology) error {
@@ -166,10 +198,7 @@ func (p *NetnsPlatform) attachLauncher(topo *netns.Topology) error {
 		return fmt.Errorf("netns backend: switch namespace: %w", err)
 	}
 	defer sw.Close()
-	name := "kl-" + p.opts.ID
-	if len(name) > 15 {
-		name = name[:15]
-	}
+	name := LauncherVeth(p.opts.ID)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: 1500}, PeerName: "launcher", PeerNamespace: netlink.NsFd(int(sw))}
 	if err := netlink.LinkAdd(veth); err != nil {
 		return fmt.Errorf("netns backend: launcher veth: %w", err)
@@ -233,18 +262,10 @@ func (p *NetnsPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) er
 	if topo == nil {
 		return errors.New("netns backend: Start before Setup")
 	}
-	logw := p.opts.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	if err := EnsureNeighbourRoom("netns", len(hosts)+1, !p.opts.NoHostTuning, logw); err != nil {
-		return err
-	}
-	enc, err := g.Encode()
+	enc, err := prepareStart("netns", len(hosts), !p.opts.NoHostTuning, p.opts.Log, g)
 	if err != nil {
 		return err
 	}
-	p.started.Store(0)
 	for _, h := range hosts {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -270,81 +291,32 @@ func (p *NetnsPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) er
 		cmd.Env = append(cmd.Env, os.Environ()...)
 		cmd.Env = append(cmd.Env, EnvGrid+"="+enc, EnvNetns+"="+filepath.Join(netns.RunDir, th.Namespace),
 			"GOGC="+defaultGOGC, "GOMEMLIMIT="+defaultGOMEMLIMIT)
-		out := &tailBuffer{max: 4096, w: p.opts.Log}
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no host outlives the launcher
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("netns backend: start host %s: %w", h.Name, err)
+		if err := p.procs.start(h.Name, cmd); err != nil {
+			return fmt.Errorf("netns backend: %w", err)
 		}
-		ph := &procHostNS{cmd: cmd, done: make(chan struct{}), out: out}
-		p.mu.Lock()
-		p.procs[h.Name] = ph
-		p.mu.Unlock()
-		go func() {
-			ph.err = cmd.Wait()
-			close(ph.done)
-		}()
-		p.started.Add(1)
 	}
 	return nil
 }
 
 // Started implements Platform.
-func (p *NetnsPlatform) Started() int { return int(p.started.Load()) }
+func (p *NetnsPlatform) Started() int { return p.procs.Started() }
 
 // Exited implements Platform.
 func (p *NetnsPlatform) Exited(context.Context) (map[string]string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string]string{}
-	for n, h := range p.procs {
-		select {
-		case <-h.done:
-			out[n] = fmt.Sprintf("exited (%v): %s", h.err, h.out.String())
-		default:
-		}
-	}
-	return out, nil
+	return p.procs.exited(), nil
 }
 
 // Kill kills a host's process with SIGKILL, as a crash would.
-func (p *NetnsPlatform) Kill(name string) error {
-	p.mu.Lock()
-	h := p.procs[name]
-	p.mu.Unlock()
-	if h == nil {
-		return fmt.Errorf("netns backend: no host %q", name)
-	}
-	return h.cmd.Process.Kill()
-}
+func (p *NetnsPlatform) Kill(name string) error { return p.procs.kill(name) }
 
 // Close stops every host (SIGTERM, then SIGKILL when ctx ends) and removes
 // the namespaces and the launcher's veth.
 func (p *NetnsPlatform) Close(ctx context.Context) error {
-	p.mu.Lock()
-	procs := p.procs
-	p.procs = map[string]*procHostNS{}
-	p.mu.Unlock()
-	for _, h := range procs {
-		_ = h.cmd.Process.Signal(syscall.SIGTERM) // fails only for a process already gone
+	err := p.procs.stop(ctx, false)
+	if err != nil {
+		err = fmt.Errorf("netns backend: %w", err)
 	}
-	var errs []error
-	names := make([]string, 0, len(procs))
-	for n := range procs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		h := procs[n]
-		select {
-		case <-h.done:
-		case <-ctx.Done():
-			_ = h.cmd.Process.Kill()
-			<-h.done
-			errs = append(errs, fmt.Errorf("netns backend: host %s did not stop: %w", n, ctx.Err()))
-		}
-	}
-	return errors.Join(append(errs, p.closeTopology())...)
+	return errors.Join(err, p.closeTopology())
 }
 
 func (p *NetnsPlatform) closeTopology() error {
@@ -365,34 +337,9 @@ func (p *NetnsPlatform) closeTopology() error {
 	if topo != nil {
 		if err := topo.Close(); err != nil {
 			errs = append(errs, err)
+		} else {
+			errs = append(errs, p.records().Remove(p.opts.ID))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// tailBuffer keeps the last max bytes written and copies everything to w.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-	w   io.Writer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.w != nil {
-		_, _ = t.w.Write(p)
-	}
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/koala-emu/koala-emu/launch"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/netem/kernel"
 	"github.com/koala-emu/koala-emu/netem/netns"
 )
@@ -33,14 +33,14 @@ func TestRunNetns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end run; skipped with -short")
 	}
-	plan := loadPlan(t, smallScenario)
+	plan := loadPlan(t, "small.yaml")
 	var logs lockedBuffer
 	plat := NewNetnsPlatform(NetnsOptions{Command: netnsTestCommand, Log: &logs})
 	prefix := netns.NamePrefix + plat.opts.ID + "-"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var progress lockedBuffer
-	res, err := Run(ctx, plan, launch.Options{Out: t.TempDir(), Progress: &progress, ProgressEvery: time.Second}, Config{Platform: plat})
+	res, err := Run(ctx, plan, wiring.Options{Out: t.TempDir(), Progress: &progress, ProgressEvery: time.Second}, Config{Platform: plat})
 	if left, lerr := netns.List(prefix); lerr != nil || len(left) > 0 {
 		t.Errorf("namespaces left behind (%v): %v", lerr, left)
 	}

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/malleable"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
-	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/membership"
+	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/results"
 	"github.com/koala-emu/koala-emu/scenarios"
@@ -28,7 +29,7 @@ const ReasonNodeDown = "node "
 // fails (Config.StartStall).
 const DefaultStartStall = 2 * time.Minute
 
-// Config holds what the docker backend needs beyond launch.Options.
+// Config holds what the grid backends need beyond wiring.Options.
 type Config struct {
 	// Platform starts the hosts; nil means a DockerPlatform with Docker.
 	Platform Platform
@@ -47,183 +48,217 @@ type Config struct {
 }
 
 // RunDocker runs a plan with every actor host in its own Docker container;
-// the results are those of launch.RunInproc with backend "docker".
-func RunDocker(ctx context.Context, plan *scenarios.Plan, opts launch.Options) (*launch.Result, error) {
+// the results are those of the inproc backend with backend "docker".
+func RunDocker(ctx context.Context, plan *scenarios.Plan, opts wiring.Options) (*wiring.Result, error) {
 	return Run(ctx, plan, opts, Config{})
 }
 
-// Run runs a plan on a platform: the scheduler, the information service,
-// every cluster manager, every compute node and every runner site are
-// actor hosts started by the platform; this process hosts the recorder
-// and the submitter.
-func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Config) (res *launch.Result, err error) {
-	switch opts.Shaper {
-	case "", netem.Auto, "netem", "htb", "userspace":
-	default:
-		return nil, fmt.Errorf("docker backend: unknown shaper %q (known: auto, netem, htb, userspace)", opts.Shaper)
-	}
-	if opts.ProgressEvery <= 0 {
-		opts.ProgressEvery = 10 * time.Second
-	}
-	if opts.Drain <= 0 {
-		opts.Drain = 4 * time.Hour
-	}
-	if opts.ProbeBytes == 0 {
-		opts.ProbeBytes = 256 << 10
-	}
+// Run runs a plan on a platform: the scheduler (or the malleability
+// manager), the information service, every cluster manager, every compute
+// node and every runner site are actor hosts started by the platform; this
+// process hosts the recorder and the submitter. The roles are built by
+// launch/wiring as on every backend.
+func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Config) (res *wiring.Result, err error) {
+	opts = opts.WithDefaults()
 	if cfg.StartStall <= 0 {
 		cfg.StartStall = DefaultStartStall
 	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	plat := cfg.Platform
-	if plat == nil {
-		d := cfg.Docker
-		if d.Log == nil {
-			d.Log = progress
-		}
-		plat = NewDockerPlatform(d)
-	}
-	began := time.Now()
-
-	var cleanup []func() error
-	defer func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			if cerr := cleanup[i](); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}()
-	var events io.Writer
-	if opts.Out != "" {
-		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-			return nil, fmt.Errorf("results directory: %w", err)
-		}
-		f, err := os.Create(filepath.Join(opts.Out, "events.jsonl"))
-		if err != nil {
-			return nil, fmt.Errorf("events.jsonl: %w", err)
-		}
-		cleanup = append(cleanup, f.Close)
-		events = f
-	}
-
-	g := GridFromPlan(plan, opts.ProbeBytes)
-	hosts := hostsOf(g)
-	if hp, ok := plat.(hostPlanner); ok {
-		hp.planHosts(hosts)
-	}
-	backend := backendOf(plat)
-	unit := hostUnit(backend)
-	fmt.Fprintf(progress, backend+": %d clusters, %d nodes, %d cluster managers, scheduler, information service, %d runner sites: %d %s\n",
-		len(g.Clusters), plan.TotalNodes(), len(g.Clusters), len(g.Sites), len(hosts), unit)
-	l, err := newLauncher(ctx, plat, g, progress)
+	r := &gridRun{plan: plan, opts: opts, cfg: cfg, began: time.Now()}
+	r.plat = orDocker(cfg.Platform, cfg.Docker, opts.Progress, 0)
+	r.backend = backendOf(r.plat)
+	var undo wiring.Undo
+	defer func() { err = errors.Join(err, undo.Run()) }()
+	rs, err := wiring.OpenResults(plan, opts.Out, &undo)
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() error {
-		fmt.Fprintf(progress, backend+": removing %d %s and the network\n", len(hosts), unit)
-		return l.Close()
-	})
-
-	clk := clock.NewScaled(g.Factor())
-	rec := results.NewRecorder(events, len(plan.Jobs), launch.Nominal)
 	if cfg.OnEvent != nil {
-		rec.OnEvent(cfg.OnEvent)
+		rs.OnEvent(cfg.OnEvent)
 	}
-	recPID, err := l.system.Root.SpawnNamed(rec.Props(), actorRecorder)
-	if err != nil {
-		return nil, fmt.Errorf("spawn recorder: %w", err)
+	if err := r.up(ctx, &undo, rs); err != nil {
+		return nil, err
 	}
-	_ = recPID
-
-	times, err := l.startHosts(ctx, hosts, cfg.StartStall)
+	manifest, err := r.shape(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, backend+": all %d %s up and in the membership after %.1f s\n", len(hosts), unit, times.Joined.Seconds())
-
-	// Shaping: select in one node container, measure the floor (and the
-	// delay line's overhead) between two of them, install everywhere.
-	nodes := l.hostsByRole(membership.RoleNode)
-	a, b := pairFor(nodes)
-	// Delay lines never spin in a run: hundreds of them share the machine's
-	// cores with the applications, and spinning ones starve the rest.
-	info, err := l.model(ctx, opts.Shaper, -1, a, b, netem.PingPongOptions{}, plan.Links.MaxLatency(plan.Dilation))
-	if err != nil {
+	if err := rs.WriteManifest(manifest, opts.Progress); err != nil {
 		return nil, err
 	}
-	if err := l.shapeAll(ctx, &info, l.hostsByRole(membership.RoleNode, membership.RoleCluster)); err != nil {
+	r.reportFailures()
+	if err := r.activate(ctx); err != nil {
 		return nil, err
 	}
-	shaped := time.Since(began)
-	fmt.Fprintf(progress, backend+": shaping in effect after %.1f s: %s\n", shaped.Seconds(), info.describe())
-	manifest := info.Manifest(backend, plan.Links, plan.Dilation, nodes)
-	manifest.Backend = backend
-	manifest.Print(progress)
-	if opts.Out != "" {
-		if err := manifest.WriteJSON(filepath.Join(opts.Out, "manifest.json")); err != nil {
-			return nil, err
-		}
-	}
-
-	// Node failures from now on are reported.
-	l.mu.Lock()
-	l.onFail = func(ev membership.Event) {
-		if ev.Member.Role == membership.RoleNode {
-			fmt.Fprintf(progress, backend+": node %s of %s %s (membership)\n", ev.Member.Name, ev.Member.Cluster, ev.Kind)
-			if cfg.OnNodeDown != nil {
-				cfg.OnNodeDown(ev.Member.Name)
-			}
-		} else {
-			fmt.Fprintf(progress, backend+": host %s (%s) %s (membership)\n", ev.Member.Name, ev.Member.Role, ev.Kind)
-		}
-	}
-	l.mu.Unlock()
-
-	// The role actors, in dependency order: cluster managers publish to the
-	// information service at once, which starts probing when all have.
-	if err := l.activate(ctx, membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner, membership.RoleCluster); err != nil {
-		return nil, err
-	}
-	fmt.Fprint(progress, backend+": scheduler, information service, runner sites and cluster managers active; probing links...\n")
-	select {
-	case <-l.ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("interrupted while probing links: %w", ctx.Err())
-	case <-time.After(2 * time.Minute):
-		return nil, errors.New("information service: first probe round did not complete within 2 minutes")
-	}
-	ready := time.Since(began)
-	fmt.Fprintf(progress, backend+": grid ready after %.1f s; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",
-		ready.Seconds(), len(plan.Jobs), plan.Duration, plan.TimeScale, plan.Dilation)
-
 	// Scenario time 0 for every host at once.
 	epoch := time.Now().Add(200 * time.Millisecond)
-	if err := l.setEpoch(ctx, epoch); err != nil {
+	if err := r.l.setEpoch(ctx, epoch); err != nil {
 		return nil, err
 	}
+	clk := clock.NewScaled(r.l.grid.Factor())
 	clk.RestartAt(epoch)
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	go l.submit(runCtx, plan, clk)
+	go r.l.submit(runCtx, plan, clk)
+	out := rs.Await(ctx, clk, opts, stopRun)
+	if plan.Policy.Malleability != nil {
+		r.collectInvariants(ctx, rs)
+	}
+	out.Backend, out.Shaper, out.Manifest = r.backend, r.info.Mechanism, manifest
+	out.Extra = r.extra(ctx, out.Jobs)
+	return rs.Finish(ctx, out)
+}
 
-	jobs, wall, interrupted := launch.AwaitJobs(ctx, rec, clk, plan, opts.Drain, opts.ProgressEvery, progress, stopRun)
-	if err := rec.Flush(); err != nil {
-		return nil, err
+// orDocker is p, or a DockerPlatform configured by d whose notices go to
+// log; realtime is the containers' real-time budget unless d sets one.
+func orDocker(p Platform, d DockerOptions, log io.Writer, realtime time.Duration) Platform {
+	if p != nil {
+		return p
 	}
-	sum := results.Summarize(results.Meta{
-		Scenario: plan.Name, Backend: backend, Policy: plan.Policy.Placement, Shaper: info.Mechanism, Seed: plan.Seed,
-		TimeScale: plan.TimeScale, Dilation: plan.Dilation, WallS: wall.Seconds(), TotalNodes: plan.TotalNodes(),
-		DurationS: plan.Duration.Seconds(), TargetNetUtilizationPct: 100 * plan.NetUtilization,
-	}, jobs)
-	extra := map[string]any{}
-	if interrupted != "" {
-		extra["interrupted"] = interrupted
+	if d.Log == nil {
+		d.Log = log
 	}
+	if d.Realtime == 0 {
+		d.Realtime = realtime
+	}
+	return NewDockerPlatform(d)
+}
+
+// gridRun is one run of a grid backend.
+type gridRun struct {
+	plan    *scenarios.Plan
+	opts    wiring.Options
+	cfg     Config
+	plat    Platform
+	backend string
+	began   time.Time
+	hosts   []HostSpec
+	l       *launcher
+	times   StartupTimes
+	info    ShapeInfo
+	shaped  time.Duration
+	ready   time.Duration
+}
+
+// up starts the launcher (network, actor system, membership), spawns the
+// recorder and starts every host.
+func (r *gridRun) up(ctx context.Context, undo *wiring.Undo, rs *wiring.Results) error {
+	g := GridFromPlan(r.plan, r.opts.ProbeBytes)
+	r.hosts = hostsOf(g)
+	if hp, ok := r.plat.(hostPlanner); ok {
+		hp.planHosts(r.hosts)
+	}
+	unit := hostUnit(r.backend)
+	fmt.Fprintf(r.opts.Progress, r.backend+": %d clusters, %d nodes, %d cluster managers, scheduler, information service, %d runner sites: %d %s\n",
+		len(g.Clusters), r.plan.TotalNodes(), len(g.Clusters), len(g.Sites), len(r.hosts), unit)
+	l, err := newLauncher(ctx, r.plat, g, r.opts.Progress)
+	if err != nil {
+		return err
+	}
+	r.l = l
+	undo.Push(func() error {
+		fmt.Fprintf(r.opts.Progress, r.backend+": removing %d %s and the network\n", len(r.hosts), unit)
+		return l.Close()
+	})
+	if _, err := l.system.Root.SpawnNamed(rs.Recorder().Props(), wiring.ActorRecorder); err != nil {
+		return fmt.Errorf("spawn recorder: %w", err)
+	}
+	if r.times, err = l.startHosts(ctx, r.hosts, r.cfg.StartStall); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.opts.Progress, r.backend+": all %d %s up and in the membership after %.1f s\n", len(r.hosts), unit, r.times.Joined.Seconds())
+	return nil
+}
+
+// shape selects the mechanism in one node host, measures the floor (and
+// the delay line's overhead) between two of them, installs the shaping in
+// every node and cluster-manager host and returns the manifest.
+func (r *gridRun) shape(ctx context.Context) (netem.Manifest, error) {
+	nodes := r.l.hostsByRole(membership.RoleNode)
+	a, b := pairFor(nodes)
+	// Delay lines never spin in a run: hundreds of them share the machine's
+	// cores with the applications, and spinning ones starve the rest.
+	info, err := r.l.model(ctx, r.opts.Shaper, -1, a, b, netem.PingPongOptions{}, r.plan.Links.MaxLatency(r.plan.Dilation))
+	if err != nil {
+		return netem.Manifest{}, err
+	}
+	if err := r.l.shapeAll(ctx, &info, r.l.hostsByRole(membership.RoleNode, membership.RoleCluster)); err != nil {
+		return netem.Manifest{}, err
+	}
+	r.info, r.shaped = info, time.Since(r.began)
+	fmt.Fprintf(r.opts.Progress, r.backend+": shaping in effect after %.1f s: %s\n", r.shaped.Seconds(), info.describe())
+	manifest := info.Manifest(r.backend, r.plan.Links, r.plan.Dilation, nodes)
+	manifest.Backend = r.backend
+	return manifest, nil
+}
+
+// reportFailures reports node failures from now on.
+func (r *gridRun) reportFailures() {
+	progress, backend := r.opts.Progress, r.backend
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.l.onFail = func(ev membership.Event) {
+		if ev.Member.Role != membership.RoleNode {
+			fmt.Fprintf(progress, backend+": host %s (%s) %s (membership)\n", ev.Member.Name, ev.Member.Role, ev.Kind)
+			return
+		}
+		fmt.Fprintf(progress, backend+": node %s of %s %s (membership)\n", ev.Member.Name, ev.Member.Cluster, ev.Kind)
+		if r.cfg.OnNodeDown != nil {
+			r.cfg.OnNodeDown(ev.Member.Name)
+		}
+	}
+}
+
+// activate activates the role actors in dependency order (cluster managers
+// publish to the information service at once, which starts probing when
+// all have) and waits for the first probe round.
+func (r *gridRun) activate(ctx context.Context) error {
+	if err := r.l.activate(ctx, membership.RoleScheduler, membership.RoleKIS, membership.RoleRunner, membership.RoleCluster); err != nil {
+		return err
+	}
+	fmt.Fprint(r.opts.Progress, r.backend+": scheduler, information service, runner sites and cluster managers active; probing links...\n")
+	t := time.NewTimer(2 * time.Minute)
+	defer t.Stop()
+	select {
+	case <-r.l.ready:
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted while probing links: %w", ctx.Err())
+	case <-t.C:
+		return errors.New("information service: first probe round did not complete within 2 minutes")
+	}
+	r.ready = time.Since(r.began)
+	fmt.Fprintf(r.opts.Progress, r.backend+": grid ready after %.1f s; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",
+		r.ready.Seconds(), len(r.plan.Jobs), r.plan.Duration, r.plan.TimeScale, r.plan.Dilation)
+	return nil
+}
+
+// collectInvariants asks the scheduler host and every runner site for
+// their invariant counters (wiring.KindInvariantReport) and hands the sum
+// to the results; when a host does not answer, the results count the
+// violation events instead.
+func (r *gridRun) collectInvariants(ctx context.Context, rs *wiring.Results) {
+	hosts := r.l.hostsByRole(membership.RoleScheduler, membership.RoleRunner)
+	replies, err := r.l.askAll(context.WithoutCancel(ctx), hosts, func(membership.Member) interface{} {
+		return &msg.Event{Kind: wiring.KindInvariantReport}
+	}, 10*time.Second, 8)
+	if err != nil {
+		fmt.Fprintf(r.opts.Progress, r.backend+": invariant counters not collected (violations counted from events): %v\n", err)
+		return
+	}
+	var inv malleable.Invariants
+	for _, rep := range replies {
+		if ev, ok := rep.(*msg.Event); ok {
+			inv = wiring.AddInvariantReport(inv, ev)
+		}
+	}
+	rs.SetReported(inv)
+}
+
+// extra are the grid's own figures for results.json: node failures and
+// the jobs they failed, the hosts, the start-up times and, on Docker, the
+// node containers' memory.
+func (r *gridRun) extra(ctx context.Context, jobs []results.Job) map[string]any {
 	var down []string
-	for _, m := range l.Failed() {
+	for _, m := range r.l.Failed() {
 		if m.Role == membership.RoleNode {
 			down = append(down, m.Name)
 		}
@@ -235,43 +270,42 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts launch.Options, cfg Con
 			byNode++
 		}
 	}
-	extra["node_failures"] = len(down)
+	extra := map[string]any{"node_failures": len(down), "jobs_failed_by_node_failure": byNode, "containers": len(r.hosts),
+		"startup_s": map[string]float64{"containers_started": round1(r.times.Started), "all_joined": round1(r.times.Joined),
+			"shaped": round1(r.shaped), "ready": round1(r.ready)}}
 	if len(down) > 0 {
 		extra["nodes_down"] = down
 	}
-	extra["jobs_failed_by_node_failure"] = byNode
-	extra["containers"] = len(hosts)
-	extra["startup_s"] = map[string]float64{
-		"containers_started": round1(times.Started), "all_joined": round1(times.Joined),
-		"shaped": round1(shaped), "ready": round1(ready),
+	if mem, ok := r.nodeMemory(ctx); ok {
+		extra["node_memory_mib"] = mem
 	}
-	if ms, ok := plat.(interface {
-		NodeMemory(ctx context.Context) (map[string]float64, error)
-	}); ok && os.Getenv("TMP_NO_MEM") == "" {
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if mem, err := ms.NodeMemory(mctx); err == nil {
-			extra["node_memory_mib"] = mem
-			fmt.Fprintf(progress, backend+": node container memory (MiB): %v\n", mem)
-		} else {
-			fmt.Fprintf(progress, backend+": node container memory not sampled: %v\n", err)
-		}
-		cancel()
-	}
-	sum.Extra = extra
-	if opts.Out != "" {
-		if err := sum.WriteJSON(opts.Out); err != nil {
-			return nil, err
-		}
-		if err := results.WriteJobsCSV(opts.Out, jobs); err != nil {
-			return nil, err
-		}
-	}
-	res = &launch.Result{Summary: sum, Jobs: jobs, Manifest: manifest}
-	if interrupted == "interrupted" {
-		return res, fmt.Errorf("run interrupted: %w", ctx.Err())
-	}
-	return res, nil
+	return extra
 }
+
+// nodeMemory samples the node containers' memory on platforms that can
+// (Docker); EnvNoMemorySample turns it off.
+func (r *gridRun) nodeMemory(ctx context.Context) (map[string]float64, bool) {
+	ms, ok := r.plat.(interface {
+		NodeMemory(ctx context.Context) (map[string]float64, error)
+	})
+	if !ok || os.Getenv(EnvNoMemorySample) != "" {
+		return nil, false
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	mem, err := ms.NodeMemory(mctx)
+	if err != nil {
+		fmt.Fprintf(r.opts.Progress, r.backend+": node container memory not sampled: %v\n", err)
+		return nil, false
+	}
+	fmt.Fprintf(r.opts.Progress, r.backend+": node container memory (MiB): %v\n", mem)
+	return mem, true
+}
+
+// EnvNoMemorySample, when set (to anything) in the launcher's environment,
+// skips sampling the node containers' memory at the end of a docker run
+// (30 s at most on a large grid).
+const EnvNoMemorySample = "KOALA_EMU_NO_MEMORY_SAMPLE"
 
 // hostPlanner is a platform that must know the hosts before Setup (the
 // netns platform makes their namespaces there).
@@ -345,27 +379,18 @@ func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *clock.
 	for _, m := range l.hostsByRole(membership.RoleRunner) {
 		sites[m.Cluster] = m
 	}
-	recorder := l.system.NewLocalPID(actorRecorder)
+	env := actors.Env{System: l.system, Clock: clk, Recorder: l.system.NewLocalPID(wiring.ActorRecorder)}
 	for i, j := range plan.Jobs {
 		if err := clk.Sleep(ctx, j.Submit-clk.Now()); err != nil {
 			return
 		}
 		site := SiteOf(j, i, l.grid.Sites)
-		spec := &msg.JobSpec{Id: j.ID, App: j.App, Args: j.Args, Size: int32(j.Size), Request: j.Request,
-			SubmitS: j.Submit.Seconds(), Site: site}
-		for _, c := range j.Components {
-			spec.Components = append(spec.Components, &msg.Component{Cluster: c.Cluster, Size: int32(c.Size)})
-		}
-		for _, f := range j.Files {
-			spec.Files = append(spec.Files, &msg.File{Name: f.Name, Size: f.Size, Replicas: f.Replicas})
-		}
 		m, ok := sites[site]
 		if !ok {
-			l.system.Root.Send(recorder, &msg.Event{TS: clk.Now().Seconds(), WallS: clk.Wall().Seconds(), Kind: "end",
-				JobId: j.ID, Source: "launcher", Fields: map[string]string{"status": "failed", "reason": "runner site " + site + " is not up"}})
+			wiring.FailJob(env, j.ID, "runner site "+site+" is not up")
 			continue
 		}
-		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: spec})
+		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: wiring.JobSpec(j, site)})
 	}
 }
 

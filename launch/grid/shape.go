@@ -47,17 +47,10 @@ func (l *launcher) pingPong(ctx context.Context, a, b membership.Member, pp nete
 	if err != nil {
 		return netem.PingPongResult{}, err
 	}
-	r, err := l.ask(ctx, a, &msg.GridPingPong{DstCluster: b.Cluster, Addr: addr, LatencyRounds: int32(pp.LatencyRounds),
-		BandwidthRounds: int32(pp.BandwidthRounds), MsgSize: int32(pp.MsgSize)}, 90*time.Second)
+	res, err := askFor[*msg.GridPingPongResult](ctx, l, a, &msg.GridPingPong{DstCluster: b.Cluster, Addr: addr,
+		LatencyRounds: int32(pp.LatencyRounds), BandwidthRounds: int32(pp.BandwidthRounds), MsgSize: int32(pp.MsgSize)}, 90*time.Second)
 	if err != nil {
 		return netem.PingPongResult{}, err
-	}
-	res, ok := r.(*msg.GridPingPongResult)
-	if !ok {
-		return netem.PingPongResult{}, fmt.Errorf("%s: unexpected reply %T", a.Name, r)
-	}
-	if res.Error != "" {
-		return netem.PingPongResult{}, errors.New(res.Error)
 	}
 	return netem.PingPongResult{Latency: time.Duration(res.LatencyNs), Bandwidth: res.Bandwidth,
 		RTTP50: time.Duration(res.RttP50Ns), RTTP99: time.Duration(res.RttP99Ns)}, nil
@@ -65,18 +58,25 @@ func (l *launcher) pingPong(ctx context.Context, a, b membership.Member, pp nete
 
 // shapeHost asks one host to install a shaping.
 func (l *launcher) shapeHost(ctx context.Context, m membership.Member, req *msg.GridShape) (*msg.GridShaped, error) {
-	r, err := l.ask(ctx, m, req, 2*time.Minute)
+	return askFor[*msg.GridShaped](ctx, l, m, req, 2*time.Minute)
+}
+
+// askFor asks host m's control actor and returns the reply as a T; a reply
+// of another type, or one that carries an error, is an error.
+func askFor[T interface{ GetError() string }](ctx context.Context, l *launcher, m membership.Member, req interface{}, timeout time.Duration) (T, error) {
+	var zero T
+	r, err := l.ask(ctx, m, req, timeout)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	s, ok := r.(*msg.GridShaped)
+	t, ok := r.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: unexpected reply %T", m.Name, r)
+		return zero, fmt.Errorf("%s: unexpected reply %T", m.Name, r)
 	}
-	if s.Error != "" {
-		return nil, errors.New(s.Error)
+	if e := t.GetError(); e != "" {
+		return zero, errors.New(e)
 	}
-	return s, nil
+	return t, nil
 }
 
 // model selects the mechanism (probes run in host a) and measures the floor

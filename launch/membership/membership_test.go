@@ -48,17 +48,26 @@ func waitEvent(t *testing.T, ch <-chan Event, within time.Duration, match, rejec
 // waitClosed drains ch until it is closed or fails at the deadline.
 func waitClosed(t *testing.T, ch <-chan Event, within time.Duration) {
 	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-		case <-deadline.C:
-			t.Fatalf("event channel not closed within %v", within)
+	closed := make(chan struct{})
+	go func() {
+		for range ch {
 		}
+		close(closed)
+	}()
+	if !waitFor(closed, within) {
+		t.Fatalf("event channel not closed within %v", within)
+	}
+}
+
+// waitFor reports whether done is closed within d.
+func waitFor(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

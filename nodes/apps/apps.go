@@ -65,6 +65,40 @@ type ArgApp interface {
 	NominalArgs(nodes int, args map[string]float64) (time.Duration, error)
 }
 
+// Traffic is an application's communication pattern on a job size, for the
+// demand a run puts on the host (`dilation: auto`): per iteration, the
+// messages and payload bytes the whole job sends, and the iteration's time
+// on one reference cluster at dilation 1.
+type Traffic struct {
+	Iteration  time.Duration
+	Msgs       float64
+	Bytes      float64
+	Iterations float64 // at time scale 1
+}
+
+// Rates returns the job's messages and bytes per second of scenario time.
+func (t Traffic) Rates() (msgs, bytes float64) {
+	if t.Iteration <= 0 {
+		return 0, 0
+	}
+	s := t.Iteration.Seconds()
+	return t.Msgs / s, t.Bytes / s
+}
+
+// TrafficApp is implemented by applications that describe their traffic.
+type TrafficApp interface {
+	Traffic(nodes int, args map[string]float64) (Traffic, error)
+}
+
+// TrafficOf returns app's traffic on nodes, or a zero Traffic for an
+// application that sends next to nothing (prime) or does not say.
+func TrafficOf(app App, nodes int, args map[string]float64) (Traffic, error) {
+	if t, ok := app.(TrafficApp); ok {
+		return t.Traffic(nodes, args)
+	}
+	return Traffic{}, nil
+}
+
 // Names lists the registered applications.
 func Names() []string {
 	return []string{"allgather", "ccr", "ft", "nbody", "poisson", "prime", "wave"}

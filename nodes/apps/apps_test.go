@@ -82,7 +82,10 @@ func TestNominalCalibration(t *testing.T) {
 	within("ccr(16, ccr 0.5)", d, 180*time.Second, 0.01)
 	within("prime(32)", Prime{}.Nominal(32), 120*time.Second, 0.01)
 	within("poisson(32)", Poisson{}.Nominal(32), 180*time.Second, 0.02)
-	within("allgather(32)", Allgather{}.Nominal(32), 200*time.Second, 0.02)
+	// SPEC §7: 10^6 calls, 64 processes of 10 KB: the ring on one cluster,
+	// 31 x (0.03 ms + 20 KB / 560 MB/s).
+	ring := 1e6 * 31 * (30e-6 + 20480/560e6)
+	within("allgather(32)", Allgather{}.Nominal(32), time.Duration(ring*float64(time.Second)), 0.01)
 	// Strong scaling: fewer nodes take longer.
 	for _, name := range []string{"prime", "poisson", "wave"} {
 		app, _ := Lookup(name)
@@ -132,7 +135,7 @@ func refPoisson(N, iters int) float64 {
 }
 
 func TestPoissonChecksumIndependentOfRanks(t *testing.T) {
-	args := map[string]float64{"real": 18, "iters": 25, "half_work_ms": 0.01, "grid": 64}
+	args := map[string]float64{"real": 18, "iters": 25, "point_ns": 0.005, "grid": 64}
 	want := refPoisson(18, 25)
 	for _, n := range []int{1, 2, 4, 6} {
 		res := run(t, "poisson", n, Params{Args: args})
@@ -168,7 +171,7 @@ func refWave(P, steps int) float64 {
 }
 
 func TestWaveChecksumIndependentOfRanks(t *testing.T) {
-	args := map[string]float64{"points": 50, "steps": 40, "step_work_ms": 0.01}
+	args := map[string]float64{"real_points": 50, "points": 1000, "point_ns": 10, "steps": 40}
 	want := refWave(50, 40)
 	for _, n := range []int{1, 2, 4, 7} {
 		res := run(t, "wave", n, Params{Args: args})
@@ -210,8 +213,8 @@ func TestTimeScaleReducesIterations(t *testing.T) {
 		args map[string]float64
 		base int
 	}{
-		{"wave", map[string]float64{"points": 20, "steps": 200, "step_work_ms": 0.001}, 200},
-		{"poisson", map[string]float64{"real": 8, "iters": 100, "half_work_ms": 0.001, "grid": 16}, 100},
+		{"wave", map[string]float64{"real_points": 20, "points": 100, "point_ns": 10, "steps": 200}, 200},
+		{"poisson", map[string]float64{"real": 8, "iters": 100, "point_ns": 8, "grid": 16}, 100},
 		{"allgather", map[string]float64{"iters": 100, "compute_ms": 0.001, "msg_bytes": 16}, 100},
 		{"prime", map[string]float64{"limit": 100, "work_s": 0.001, "chunks": 100}, 100},
 	}
@@ -285,7 +288,7 @@ func TestRunThroughUserspaceShaper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := map[string]float64{"points": 50, "steps": 40, "step_work_ms": 0.01}
+	args := map[string]float64{"real_points": 50, "points": 1000, "point_ns": 10, "steps": 40}
 	_, res, err := RunLocal(ctxT(t), Wave{}, rs, eg, Params{Args: args})
 	if err != nil {
 		t.Fatal(err)

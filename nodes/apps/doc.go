@@ -9,17 +9,26 @@
 // time. Registry: Names and Lookup (explicit, no init). RunLocal runs a job
 // in one process for tests, calibration and the in-process backend.
 //
-// Calibration model. Work is given in reference-processor time and a rank
-// (one per node) computes with NodeProcessors processors at its cluster's
-// speed. Nominal times are computed from the per-iteration compute plus the
-// ideal cost of the messages on the critical path over the reference
-// Myri-10G link (0.03 ms, 560 MB/s). The emulator adds what the host costs
-// per message (about 15 µs of CPU each on the 2-core reference machine), so
-// measured single-cluster times exceed Nominal by the share of that cost;
-// time dilation shrinks it. The per-iteration compute was chosen so that
-// (1) the sensitivity to inter-cluster latency and bandwidth ranks prime <
-// poisson < wave < allgather (per message sent, allgather pays the
-// inter-cluster latency most often, then wave, then poisson), (2) a
-// 32-node job stays below about 20k messages/s at dilation 1 and (3) each
-// iteration computes for at least 4 ms on 32 nodes.
+// The problems as the papers state them. Each application's computation and
+// its messages describe the same problem: wave's string, poisson's grid,
+// allgather's million 10 KB all-gathers, prime's limit, ccr's split. No
+// application pads its computation to slow its message rate down to what
+// the host carries; a run that asks more of the host than it has is slowed
+// as a whole by its dilation (latency x d, bandwidth / d, computation x d;
+// `dilation: auto` chooses d from the host's measured capacity and each
+// application's Traffic), and its fidelity monitor says whether the host
+// kept up.
+//
+// Work is given in reference-processor time (a Leiden processor, speed 1.0)
+// and a rank (one per node) computes with NodeProcessors processors at its
+// cluster's speed. Nominal times are computed from the per-iteration
+// computation plus the ideal cost of the messages on the critical path
+// over the reference Myri-10G link (0.03 ms, 560 MB/s); each application's
+// doc comment gives its derivation.
+//
+// Time scale. A time scale k divides every iteration count (and prime's
+// total work) by k. Work a job does once must cost the same scenario time
+// at every time scale: the data a malleable application redistributes at a
+// resize shrinks by k with its iterations (ScaledData); the one-off final
+// gathers and reductions are a few latencies and are left as they are.
 package apps

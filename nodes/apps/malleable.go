@@ -181,10 +181,25 @@ func blockOf(total int64, r, n int) (off, size int64) {
 	return off, size
 }
 
+// ScaledData is the array size of a malleable application at time scale k:
+// its size at time scale 1 divided by k, at least 64 bytes.
+func ScaledData(bytes int64, k float64) int64 {
+	if k <= 1 {
+		return bytes
+	}
+	return max(64, int64(float64(bytes)/k))
+}
+
 // runMalleable drives a malleable application: iterations with a safe point
 // before each, then the data check.
+//
+// The data a resize moves happens once per resize, not once per iteration:
+// at time scale k the iterations shrink by k, so the array shrinks by k too
+// (at least a byte per rank of the largest size), and a resize costs the
+// same scenario time at every time scale.
 func runMalleable(ctx context.Context, name string, k kernel, c *comm.Comm, p Params, ctl *Control, j *Joined, iterations float64, dataBytes int64) (Result, error) {
 	s := &mstate{c: c}
+	dataBytes = ScaledData(dataBytes, p.TimeScale)
 	if j == nil {
 		s.total = p.iterations(iterations)
 		off, size := blockOf(dataBytes, c.Rank(), c.Size())

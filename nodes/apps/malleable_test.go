@@ -195,7 +195,7 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 		t.Errorf("%d ranks released, want 2", released)
 	}
 	outs := j.wait(5)
-	want := checksumOf(1 << 20)
+	want := checksumOf(ScaledData(1<<20, p.TimeScale))
 	var finals int
 	for _, o := range outs {
 		if o.res.Released {
@@ -229,7 +229,7 @@ func TestFTReleasesAboveAPowerOfTwo(t *testing.T) {
 	j.resize(2) // what the runner does with the release
 	outs := j.wait(3)
 	for _, o := range outs {
-		if !o.res.Released && o.res.Value != checksumOf(1<<19) {
+		if !o.res.Released && o.res.Value != checksumOf(ScaledData(1<<19, p.TimeScale)) {
 			t.Errorf("rank %d: checksum %v", o.rank, o.res.Value)
 		}
 	}
@@ -250,7 +250,7 @@ func TestMalleableRigidRunAndNominal(t *testing.T) {
 			t.Errorf("%s: Nominal differs from the profile", name)
 		}
 		res := run(t, name, 4, Params{TimeScale: 2000, Args: map[string]float64{"iterations": 4000, "data_mb": 0.25}})
-		if res.Value != checksumOf(1<<18) || res.Iterations != 2 {
+		if res.Value != checksumOf(ScaledData(1<<18, 2000)) || res.Iterations != 2 {
 			t.Errorf("%s rigid on 4: %+v", name, res)
 		}
 	}

@@ -18,24 +18,29 @@ import (
 // updates the points of one colour; every iteration ends with a
 // convergence reduction (allreduce, max of the change).
 //
-// Real and emulated parts. The emulated grid has "grid" x "grid" points
-// (default 4096): halo messages carry its edge lengths x 8 bytes (8 KB and
-// 4 KB on 32 nodes), and each half-iteration computes "half_work_ms"
-// reference-processor ms (default 640: 10 ms per half-iteration on 32
-// nodes of 2 processors) divided over the ranks (strong scaling). A real grid of
-// "real" x "real" points (default 64) is solved alongside with the same
-// process grid; its edge values travel at the head of the halo messages and
-// Value is the sum of its points after the run (the same, up to rounding of
-// the final sum, for every rank count).
+// The problem, as stated. The grid has "grid" x "grid" points (default
+// 4096): halo messages carry its edge lengths x 8 bytes (8 KB and 4 KB on
+// 32 nodes), and a half-iteration updates the half of its points of one
+// colour, each costing "point_ns" reference-processor nanoseconds (default
+// 10): a 5-point red-black update is about 6 flops and streams its row and
+// the neighbouring rows from memory, and a processor of 2007 with a few
+// GB/s of memory bandwidth per core does one in roughly 5-15 ns. On 32
+// nodes of 2 processors that is 4096^2 / 2 x 10 ns / 64 = 1.31 ms per
+// half-iteration against 8 + 4 KB halos: on DAS-3's Myri-10G the halos
+// cost about 5 % of the time, and a wide-area latency of 0.4-1 ms per
+// exchange costs as much as the computation. A real grid of "real" x "real"
+// points (default 64) is solved alongside with the same process grid; its
+// edge values travel at the head of the halo messages and Value is the sum
+// of its points after the run (the same, up to rounding of the final sum,
+// for every rank count).
 //
-// Iterations: "iters" at time scale 1 (default 8860), divided by the time
-// scale. Nominal(n) = iters x (2 (compute + latency + halo bytes / 560
-// MB/s) + allreduce rounds x latency): 179.9 s on 32 nodes, 357 s on 16,
-// 711 s on 8. On 32 nodes a job sends 368 messages per 20.3 ms iteration
-// (about 18k messages/s; 64 nodes: about 80k, which needs a time dilation
-// of 4 or more). Across two clusters each iteration pays the inter-cluster
-// latency about three times (two halo exchanges, one allreduce round),
-// about +5% at 0.4 ms: less sensitive than wave, more than prime.
+// Iterations: "iters" at time scale 1 (default 61,660), divided by the time
+// scale, so that a 32-node job runs 180 s on one cluster (the paper gives
+// no time for poisson; 180 s keeps it between prime and wave).
+// Nominal(n) = iters x (2 (compute + latency + halo bytes / 560 MB/s) +
+// allreduce rounds x latency): 180 s on 32 nodes, 345 s on 16, 680 s on 8.
+// On 32 nodes a job sends 368 messages and 1.3 MB per 2.92 ms iteration
+// (about 126,000 messages and 450 MB per second at dilation 1).
 type Poisson struct{}
 
 // Name implements App.
@@ -43,7 +48,7 @@ func (Poisson) Name() string { return "poisson" }
 
 // Args implements ArgApp.
 func (Poisson) Args() map[string]float64 {
-	return map[string]float64{"grid": 4096, "real": 64, "iters": 8860, "half_work_ms": 640}
+	return map[string]float64{"grid": 4096, "real": 64, "iters": 61660, "point_ns": 10}
 }
 
 // Nominal implements App.
@@ -61,7 +66,7 @@ func (p Poisson) NominalArgs(nodes int, args map[string]float64) (time.Duration,
 	n := max(nodes, 1)
 	px, py := procGrid(n)
 	g := a["grid"]
-	half := ms(a["half_work_ms"] / float64(n*NodeProcessors))
+	half := p.halfWork(a) / time.Duration(n*NodeProcessors)
 	var halo time.Duration
 	if n > 1 {
 		// An interior rank sends its edges to up to 4 neighbours over one
@@ -77,6 +82,34 @@ func (p Poisson) NominalArgs(nodes int, args map[string]float64) (time.Duration,
 	}
 	red := time.Duration(allreduceRounds(n)) * (RefLatency + xfer(8))
 	return time.Duration(a["iters"]) * (2*(half+halo) + red), nil
+}
+
+// halfWork is the reference-processor time of one half-iteration of the
+// whole grid: half its points, point_ns each.
+func (Poisson) halfWork(a map[string]float64) time.Duration {
+	return time.Duration(a["grid"] * a["grid"] / 2 * a["point_ns"])
+}
+
+// Traffic implements TrafficApp: per iteration two halo exchanges with up
+// to 4 neighbours and one allreduce.
+func (p Poisson) Traffic(nodes int, args map[string]float64) (Traffic, error) {
+	a, err := resolve(p.Name(), p.Args(), args)
+	if err != nil {
+		return Traffic{}, err
+	}
+	n := max(nodes, 1)
+	it, err := p.NominalArgs(n, args)
+	if err != nil {
+		return Traffic{}, err
+	}
+	px, py := procGrid(n)
+	g := a["grid"]
+	cols := float64(2 * (px - 1) * py) // messages to left/right neighbours
+	rows := float64(2 * px * (py - 1)) // to down/up
+	halo := cols*math.Ceil(g/float64(py))*8 + rows*math.Ceil(g/float64(px))*8
+	red := float64(n * allreduceRounds(n))
+	return Traffic{Iteration: it / time.Duration(a["iters"]), Msgs: 2*(cols+rows) + red, Bytes: 2*halo + 8*red,
+		Iterations: a["iters"]}, nil
 }
 
 // procGrid factors n into px x py, px >= py, as square as possible.
@@ -101,7 +134,7 @@ func (p Poisson) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	if err := positive(p.Name(), a, "grid", "real", "iters"); err != nil {
+	if err := positive(p.Name(), a, "grid", "real", "iters", "point_ns"); err != nil {
 		return Result{}, err
 	}
 	n, r := c.Size(), c.Rank()
@@ -118,7 +151,7 @@ func (p Poisson) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, erro
 	// Halo message lengths: the emulated grid's edges, at least the real ones.
 	colBytes := max(8*int(math.Ceil(float64(G)/float64(py))), 8*h) // to left/right
 	rowBytes := max(8*int(math.Ceil(float64(G)/float64(px))), 8*w) // to down/up
-	half := time.Duration(a["half_work_ms"] / float64(n) * float64(time.Millisecond))
+	half := p.halfWork(a) / time.Duration(n)
 	iters := pr.iterations(a["iters"])
 
 	// Local real grid with a one-point halo: u[(j+1)*(w+2) + (i+1)].

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/netem"
 )
 
 // Reserved tags. User tags are >= 0.
@@ -27,8 +30,13 @@ const (
 	tagResize    = -7 // resize: data moves
 )
 
+// A frame is its header then its payload. The header holds the payload
+// length, the tag, and the sender's fidelity stamps: the send time and the
+// time its link model says the frame is due at the receiver (both
+// fidelity.Mono, 0 when the sender has no model), and whether the frame
+// queued behind earlier ones on the sender's link.
 const (
-	headerLen = 8
+	headerLen = 25
 	// inlineMax is the largest payload copied into the connection's send
 	// buffer so header and payload leave in one write.
 	inlineMax = 64 << 10
@@ -123,6 +131,8 @@ type Comm struct {
 	resizes, resizeNs      atomic.Int64
 	resizeSent, resizeRecv atomic.Int64
 	resizeMu               sync.Mutex // one Resize at a time
+
+	model *fidelity.LinkModel // nil: frames carry no stamps
 }
 
 // table is the job's rank table as this rank sees it.
@@ -138,6 +148,7 @@ type link struct {
 	peer int
 	addr string // the peer's endpoint, for error messages
 	dst  string // the peer's cluster
+	pair string // "peer's cluster>my cluster": the fidelity key of frames received
 	raw  net.Conn
 	w    net.Conn // raw wrapped by the egress shaper
 	wmu  sync.Mutex
@@ -206,6 +217,7 @@ func newComm(opts Options, peers []Peer, conns []net.Conn) *Comm {
 		rank:   opts.Rank,
 		self:   newInbox(),
 		failed: make(chan struct{}),
+		model:  linkModel(opts),
 	}
 	links := make([]*link, len(peers))
 	for j, raw := range conns {
@@ -230,7 +242,8 @@ func (c *Comm) newLink(j int, p Peer, raw net.Conn) *link {
 	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return &link{peer: j, addr: p.Addr, dst: p.Cluster, raw: raw, w: c.opts.Egress.Wrap(raw, p.Cluster), in: newInbox()}
+	return &link{peer: j, addr: p.Addr, dst: p.Cluster, pair: p.Cluster + ">" + c.opts.Cluster, raw: raw,
+		w: c.opts.Egress.Wrap(raw, p.Cluster), in: newInbox()}
 }
 
 // Rank returns this process's rank.
@@ -311,6 +324,7 @@ func (c *Comm) read(l *link) {
 		}
 		n := binary.BigEndian.Uint32(h[0:4])
 		tag := int32(binary.BigEndian.Uint32(h[4:8]))
+		sent, due := int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24]))
 		if n > MaxMessage {
 			c.readErr(l, fmt.Errorf("frame of %d bytes exceeds %d", n, MaxMessage))
 			return
@@ -332,6 +346,9 @@ func (c *Comm) read(l *link) {
 			l.in.setGone(err)
 			c.fail(err)
 			continue
+		}
+		if sent != 0 && c.opts.Probe != nil {
+			c.opts.Probe.Frame(l.pair, sent, due, fidelity.Mono(), h[24] != 0)
 		}
 		c.msgsRecv.Add(1)
 		c.bytesRecv.Add(int64(n))
@@ -468,8 +485,7 @@ func (c *Comm) writeFrame(ctx context.Context, l *link, tag int32, b []byte) err
 			l.wbuf = make([]byte, need, max(need, 2*cap(l.wbuf), 256))
 		}
 		buf := l.wbuf[:need]
-		binary.BigEndian.PutUint32(buf[0:4], uint32(len(b)))
-		binary.BigEndian.PutUint32(buf[4:8], uint32(tag))
+		c.header(buf[:headerLen], l, tag, len(b))
 		copy(buf[headerLen:], b)
 		_, err := l.w.Write(buf)
 		return err
@@ -482,13 +498,50 @@ func (c *Comm) writeFrame(ctx context.Context, l *link, tag int32, b []byte) err
 		}
 	}()
 	var h [headerLen]byte
-	binary.BigEndian.PutUint32(h[0:4], uint32(len(b)))
-	binary.BigEndian.PutUint32(h[4:8], uint32(tag))
+	c.header(h[:], l, tag, len(b))
 	if _, err := l.w.Write(h[:]); err != nil {
 		return err
 	}
 	_, err := l.w.Write(b)
 	return err
+}
+
+// header fills a data frame's header; the caller holds l.wmu, so frames
+// are stamped in the order they leave.
+func (c *Comm) header(h []byte, l *link, tag int32, n int) {
+	binary.BigEndian.PutUint32(h[0:4], uint32(n))
+	binary.BigEndian.PutUint32(h[4:8], uint32(tag))
+	var sent, due int64
+	var backlogged bool
+	if c.model != nil {
+		now := fidelity.Mono()
+		if d, back, ok := c.model.Stamp(l.dst, headerLen+n, now); ok {
+			sent, due, backlogged = now, d, back
+		}
+	}
+	binary.BigEndian.PutUint64(h[8:16], uint64(sent))
+	binary.BigEndian.PutUint64(h[16:24], uint64(due))
+	h[24] = 0
+	if backlogged {
+		h[24] = 1
+	}
+}
+
+// linkModel builds the rank's model of its links from Options.Targets,
+// dilated, at the shapers' wire rate; nil without a probe or targets.
+func linkModel(o Options) *fidelity.LinkModel {
+	if o.Probe == nil || len(o.Targets) == 0 {
+		return nil
+	}
+	t := make(map[string]fidelity.Target, len(o.Targets))
+	for dst, l := range o.Targets {
+		if l.Unavailable {
+			continue
+		}
+		dl := l.Dilate(o.Dilation)
+		t[dst] = fidelity.Target{Latency: dl.Latency, Rate: netem.WireRate(dl)}
+	}
+	return fidelity.NewLinkModel(t)
 }
 
 func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
@@ -584,11 +637,16 @@ func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
 	target := d - c.debt
 	if target <= 0 {
 		c.debt -= d
+		c.opts.Probe.Compute(d, 0, 0)
 		return nil
 	}
 	start := time.Now()
 	err := c.opts.Sleep(ctx, target)
-	c.debt = max(0, time.Since(start)-target)
+	took := time.Since(start)
+	c.debt = max(0, took-target)
+	if err == nil {
+		c.opts.Probe.Compute(d, target, took)
+	}
 	if err != nil {
 		c.debt = 0
 		return c.errorf("compute: %w", err)

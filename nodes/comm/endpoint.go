@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/koala-emu/koala-emu/fidelity"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
@@ -46,6 +47,14 @@ type Options struct {
 	// CloseTimeout bounds how long Close waits for the peers' goodbyes.
 	// Default 10 s.
 	CloseTimeout time.Duration
+	// Targets are the node's links by destination cluster as the scenario
+	// states them (undilated; the rank dilates them by Dilation). With
+	// Probe set, every frame carries the arrival time these links give it
+	// and the receiver records how late it really came (package fidelity).
+	Targets map[string]netem.Link
+	// Probe records the rank's fidelity figures: every Compute's stretch
+	// and every received frame's lateness. Nil records nothing.
+	Probe *fidelity.Probe
 }
 
 func (o Options) withDefaults() Options {

@@ -1,4 +1,4 @@
-package launch
+package wiring
 
 import (
 	"context"
@@ -9,14 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/koala-emu/koala-emu/actors/cluster"
 	"github.com/koala-emu/koala-emu/netem"
 )
 
-// prober is a cluster's probe endpoint: a ping-pong server whose replies
-// leave through the cluster's egress towards the asking cluster, and a client
-// that measures links from this cluster through the same egress. A probe
-// connection opens with one line naming the asking cluster.
-type prober struct {
+// Prober is a cluster's probe endpoint (a cluster.Prober that also
+// closes): a ping-pong server whose replies leave through the cluster's
+// egress towards the asking cluster, and a client (Measure) that measures
+// links from this cluster through the same egress. A probe connection opens
+// with one line naming the asking cluster, then speaks the netem ping-pong
+// protocol. Every cluster manager has one, and on the grid backends every
+// node host too.
+type Prober struct {
 	cluster string
 	egress  netem.Egress
 	ln      net.Listener
@@ -24,13 +28,15 @@ type prober struct {
 	cancel  context.CancelFunc
 }
 
-func newProber(ctx context.Context, cluster string, egress netem.Egress, host string) (*prober, error) {
+// NewProber starts the probe endpoint of a host of cluster, listening on
+// host (any free port).
+func NewProber(ctx context.Context, cluster string, egress netem.Egress, host string) (*Prober, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("probe endpoint of %s: %w", cluster, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &prober{cluster: cluster, egress: egress, ln: ln, cancel: cancel}
+	p := &Prober{cluster: cluster, egress: egress, ln: ln, cancel: cancel}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -40,9 +46,11 @@ func newProber(ctx context.Context, cluster string, egress netem.Egress, host st
 	return p, nil
 }
 
-func (p *prober) Addr() string { return p.ln.Addr().String() }
+// Addr is the endpoint's address (host:port).
+func (p *Prober) Addr() string { return p.ln.Addr().String() }
 
-func (p *prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (time.Duration, float64, error) {
+// Measure measures the link to cluster dst through the endpoint at addr.
+func (p *Prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (time.Duration, float64, error) {
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -74,7 +82,8 @@ func (p *prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (ti
 	return res.Latency, res.Bandwidth, nil
 }
 
-func (p *prober) Close() error {
+// Close stops the endpoint and waits for its server.
+func (p *Prober) Close() error {
 	p.cancel()
 	err := p.ln.Close()
 	p.wg.Wait()
@@ -111,7 +120,10 @@ func (l *helloListener) Accept() (net.Conn, error) {
 	}
 }
 
-var _ io.Closer = (*prober)(nil)
+var (
+	_ io.Closer      = (*Prober)(nil)
+	_ cluster.Prober = (*Prober)(nil)
+)
 
 // readLine reads up to '\n' one byte at a time, so nothing after the line is
 // consumed.

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/koala-emu/koala-emu/launch"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// overrideFlags are the flags that replace a field of the scenario: run and
+// study take them. A flag that is not given leaves the scenario's value.
+type overrideFlags struct {
+	seed         int64
+	timeScale    float64
+	dilation     dilationValue
+	policy       string
+	mallPolicy   string
+	approach     string
+	mallFraction float64
+}
+
+func (o *overrideFlags) register(fs *pflag.FlagSet) {
+	env := launch.ScenarioEnv()
+	fs.Int64Var(&o.seed, "seed", 0, "replace the scenario's seed (default: the scenario's)")
+	fs.Float64Var(&o.timeScale, "time-scale", 0, "replace the scenario's time scale K: the run is K times shorter (default: the scenario's)")
+	fs.Var(&o.dilation, "dilation", "replace the scenario's time dilation: a number >= 1 (latency x d, bandwidth / d, compute x d) or auto, the smallest the host carries (default: the scenario's)")
+	fs.StringVar(&o.policy, "policy", "", "replace the placement policy: "+names(env.Policies)+" (default: the scenario's)")
+	fs.StringVar(&o.mallPolicy, "malleability-policy", "", "replace the malleability policy: "+names(env.MalleabilityPolicies)+" (default: the scenario's; needs policy.malleability)")
+	fs.StringVar(&o.approach, "approach", "", "replace the job-management approach of malleability: "+names(env.Approaches)+" (default: the scenario's; needs policy.malleability)")
+	fs.Float64Var(&o.mallFraction, "malleable-fraction", 0, "replace the share of malleable jobs: 1 is W_m, 0.5 W_mr (default: the scenario's)")
+}
+
+// overrides returns the flags that were given.
+func (o *overrideFlags) overrides(fs *pflag.FlagSet) scenarios.Overrides {
+	var ov scenarios.Overrides
+	if fs.Changed("seed") {
+		ov.Seed = &o.seed
+	}
+	if fs.Changed("time-scale") {
+		ov.TimeScale = &o.timeScale
+	}
+	if fs.Changed("dilation") {
+		o.dilation.d.Override(&ov)
+	}
+	if fs.Changed("policy") {
+		ov.Placement = &o.policy
+	}
+	if fs.Changed("malleability-policy") {
+		ov.MalleabilityPolicy = &o.mallPolicy
+	}
+	if fs.Changed("approach") {
+		ov.Approach = &o.approach
+	}
+	if fs.Changed("malleable-fraction") {
+		ov.MalleableFraction = &o.mallFraction
+	}
+	return ov
+}
+
+// names lists names sorted, comma-separated.
+func names(ns []string) string {
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	return strings.Join(s, ", ")
+}
+
+// dilationValue is --dilation: auto or a factor >= 1, read by the same
+// parser as the scenario's dilation field.
+type dilationValue struct{ d scenarios.Dilation }
+
+func (v *dilationValue) Set(s string) error {
+	d, err := scenarios.ParseDilation(s)
+	if err != nil {
+		return err
+	}
+	if !d.Auto && !(d.Factor >= scenarios.MinDilation && d.Factor <= scenarios.MaxDilation) {
+		return fmt.Errorf("%q is neither auto nor a number in [%g, %g]", s, scenarios.MinDilation, scenarios.MaxDilation)
+	}
+	v.d = d
+	return nil
+}
+
+func (v *dilationValue) String() string {
+	if !v.d.Auto && v.d.Factor == 0 {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v *dilationValue) Type() string { return "auto|N" }
+
+// runFlags are the flags run and study share: the backend, the launch
+// options and the scenario overrides.
+type runFlags struct {
+	o               overrideFlags
+	out             string
+	backend         string
+	requireFaithful bool
+	asJSON          bool
+}
+
+// register adds the backend and faithfulness flags; the overrides are
+// added last (registerOverrides) so that help lists them together.
+func (r *runFlags) register(fs *pflag.FlagSet, a *app) {
+	fs.StringVar(&r.backend, "backend", defaultBackend, "where the actors run: "+a.backendHelp())
+	fs.BoolVar(&r.requireFaithful, "require-faithful", false, "fail the run (after writing its results) when the host did not keep up with the emulation")
+}
+
+// addJSONFlag registers --json.
+func addJSONFlag(cmd *cobra.Command, p *bool, what string) {
+	cmd.Flags().BoolVar(p, "json", false, "print "+what+" as one JSON object on stdout, nothing else there (fields in docs/cli.md)")
+}
+
+// jsonOut is a command's --json object; it carries the command's error.
+type jsonOut interface{ setError(err error) }
+
+// finishJSON prints obj on stdout when asJSON, with err in it, so that
+// stdout holds one object whatever happened after the command line was
+// read; a usage error prints none. It returns err, joined with an error of
+// printing.
+func finishJSON(a *app, asJSON bool, obj jsonOut, err error) error {
+	var ue usageError
+	if !asJSON || errors.As(err, &ue) {
+		return err
+	}
+	obj.setError(err)
+	if jerr := writeJSON(a.stdout, obj); jerr != nil {
+		return errors.Join(err, jerr)
+	}
+	return err
+}
+
+// errorText is err's message, or "" for nil.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// writeJSON prints v indented, with a final newline.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("json output: %w", err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// loadPlan opens and expands a scenario.
+func loadPlan(ref string, ov scenarios.Overrides) (*scenarios.Plan, error) {
+	s, err := scenarios.Open(ref)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := s.Expand(launch.ScenarioEnv(), ov)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s:\n%w", ref, err)
+	}
+	return plan, nil
+}

@@ -1,0 +1,104 @@
+package fidelity
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Capacity is what the host can carry through a backend's shaper in real
+// time, measured by a short probe (see package fidelity/hostprobe).
+type Capacity struct {
+	Backend string `json:"backend"`
+	// Machine identifies the machine the figures belong to.
+	Machine string `json:"machine"`
+	// MsgsPerSec: small messages per second in all, over several
+	// connections at once. BytesPerSec: payload bytes per second in all.
+	MsgsPerSec  float64 `json:"msgs_per_s"`
+	BytesPerSec float64 `json:"bytes_per_s"`
+	// Floor is the wake-up lateness the machine alone sets (p99).
+	Floor    time.Duration `json:"floor_ns"`
+	Measured time.Time     `json:"measured"`
+	// Probe is the version of the probe that measured the figures.
+	Probe int `json:"probe"`
+}
+
+// Demand is what a scenario asks of the host at dilation 1, in scenario
+// time: its peak message and byte rates at the expected concurrency, and
+// its smallest one-way latency target.
+type Demand struct {
+	MsgsPerSec  float64       `json:"msgs_per_s"`
+	BytesPerSec float64       `json:"bytes_per_s"`
+	MinLatency  time.Duration `json:"min_latency_ns"`
+	// Why says where the figures come from (application, sizes, concurrency).
+	Why string `json:"why,omitempty"`
+}
+
+// Choice is a chosen dilation and why.
+type Choice struct {
+	Dilation float64 `json:"dilation"`
+	Auto     bool    `json:"auto"`
+	// The smallest dilation each constraint allows.
+	ByMsgs   float64  `json:"by_msgs"`
+	ByBytes  float64  `json:"by_bytes"`
+	ByFloor  float64  `json:"by_floor"`
+	Reason   string   `json:"reason"`
+	Demand   Demand   `json:"demand"`
+	Capacity Capacity `json:"capacity"`
+}
+
+// Rules of the choice.
+const (
+	// Headroom: the demand must stay under this share of the capacity.
+	Headroom = 0.5
+	// FloorShare: the machine's lateness floor must stay under this share
+	// of the smallest (dilated) one-way latency.
+	FloorShare = 0.05
+)
+
+// ladder are the dilations Choose picks from: a dilation is rounded up to
+// the next of these, so runs of similar scenarios share one value.
+var ladder = []float64{1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 150, 200, 250, 300, 400, 500, 600, 800, 1000}
+
+// Choose returns the smallest dilation at which the demand stays under
+// Headroom of the capacity and the lateness floor under FloorShare of the
+// smallest one-way latency target, rounded up on a fixed ladder.
+func Choose(c Capacity, d Demand) Choice {
+	ch := Choice{Auto: true, Demand: d, Capacity: c, ByMsgs: 1, ByBytes: 1, ByFloor: 1}
+	if c.MsgsPerSec > 0 {
+		ch.ByMsgs = d.MsgsPerSec / (Headroom * c.MsgsPerSec)
+	}
+	if c.BytesPerSec > 0 {
+		ch.ByBytes = d.BytesPerSec / (Headroom * c.BytesPerSec)
+	}
+	if d.MinLatency > 0 {
+		ch.ByFloor = float64(c.Floor) / (FloorShare * float64(d.MinLatency))
+	}
+	need := math.Max(1, math.Max(ch.ByMsgs, math.Max(ch.ByBytes, ch.ByFloor)))
+	ch.Dilation = ladder[len(ladder)-1]
+	for _, v := range ladder {
+		if v >= need-1e-9 {
+			ch.Dilation = v
+			break
+		}
+	}
+	var why []string
+	add := func(name string, v float64, detail string) {
+		if v >= need-1e-9 && v > 1 {
+			why = append(why, fmt.Sprintf("%s (%s) needs %.1f", name, detail, v))
+		}
+	}
+	add("message rate", ch.ByMsgs, fmt.Sprintf("%.0f/s asked, %.0f/s carried", d.MsgsPerSec, c.MsgsPerSec))
+	add("byte rate", ch.ByBytes, fmt.Sprintf("%.0f MB/s asked, %.0f MB/s carried", d.BytesPerSec/1e6, c.BytesPerSec/1e6))
+	add("lateness floor", ch.ByFloor, fmt.Sprintf("%s floor against %s latency", c.Floor, d.MinLatency))
+	if len(why) == 0 {
+		ch.Reason = "the host carries the demand in real time"
+	} else {
+		ch.Reason = strings.Join(why, "; ")
+	}
+	if ch.Dilation >= ladder[len(ladder)-1] && need > ch.Dilation {
+		ch.Reason += fmt.Sprintf(" (capped at %g: the run will be degraded)", ch.Dilation)
+	}
+	return ch
+}

@@ -1,0 +1,199 @@
+package fidelity
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHistQuantiles(t *testing.T) {
+	var h Hist
+	for i := 1; i <= 1000; i++ {
+		h.Add(float64(i) / 1000) // 0.001 .. 1
+	}
+	h.Add(-0.5)
+	if h.Count() != 1001 || h.Early() != 1 {
+		t.Fatalf("count %d early %d", h.Count(), h.Early())
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 0.5}, {0.99, 0.99}, {1, 1}} {
+		got := h.Quantile(c.q)
+		if got < c.want*0.999 || got > c.want*growth*1.001 {
+			t.Errorf("q%.2f = %g, want %g within 2%%", c.q, got, c.want)
+		}
+	}
+	if h.Max() != 1 {
+		t.Errorf("max %g", h.Max())
+	}
+	var empty Hist
+	if empty.Quantile(0.99) != 0 {
+		t.Error("empty quantile not 0")
+	}
+}
+
+func TestHistMergeAndJSON(t *testing.T) {
+	var a, b Hist
+	for i := 0; i < 100; i++ {
+		a.Add(0.01)
+		b.Add(0.2)
+	}
+	a.Merge(&b)
+	if a.Count() != 200 || a.Quantile(0.99) < 0.19 || a.Quantile(0.25) > 0.0103 {
+		t.Fatalf("merged: n %d p99 %g p25 %g", a.Count(), a.Quantile(0.99), a.Quantile(0.25))
+	}
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Hist
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Summary() != a.Summary() {
+		t.Fatalf("round trip %+v != %+v", back.Summary(), a.Summary())
+	}
+	if err := json.Unmarshal([]byte(`{"n":3,"max":1,"b":[[1,1]]}`), &back); err == nil {
+		t.Fatal("a histogram whose counts disagree was accepted")
+	}
+	if err := json.Unmarshal([]byte(`{"n":1,"max":1,"b":[[100000,1]]}`), &back); err == nil {
+		t.Fatal("a bucket out of range was accepted")
+	}
+}
+
+func TestLinkModel(t *testing.T) {
+	m := NewLinkModel(map[string]Target{"b": {Latency: time.Millisecond, Rate: 1e6}, "inf": {Latency: 10 * time.Microsecond}})
+	// 1000 bytes at 1 MB/s: 1 ms, then 1 ms latency.
+	due, back, ok := m.Stamp("b", 1000, 0)
+	if !ok || back || due != int64(2*time.Millisecond) {
+		t.Fatalf("first frame due %d backlogged %v ok %v", due, back, ok)
+	}
+	// Sent at 0.5 ms: queues behind the first (free at 1 ms).
+	due, back, _ = m.Stamp("b", 1000, int64(500*time.Microsecond))
+	if !back || due != int64(3*time.Millisecond) {
+		t.Fatalf("second frame due %d backlogged %v", due, back)
+	}
+	due, back, _ = m.Stamp("inf", 1<<20, 5)
+	if back || due != 5+int64(10*time.Microsecond) {
+		t.Fatalf("unlimited link due %d backlogged %v", due, back)
+	}
+	if _, _, ok := m.Stamp("nowhere", 1, 0); ok {
+		t.Fatal("unknown destination has a model")
+	}
+	var none *LinkModel
+	if _, _, ok := none.Stamp("b", 1, 0); ok {
+		t.Fatal("nil model stamped")
+	}
+}
+
+// A deliberately slowed computation and a deliberately late link must each
+// be caught; an on-time run must pass.
+func TestVerdict(t *testing.T) {
+	onTime := func() *Probe {
+		p := NewProbe()
+		for i := 0; i < 1000; i++ {
+			p.Compute(10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond+50*time.Microsecond) // 0.5 % late
+			p.Frame("a>b", 0, 1000, 1020, false)                                                         // 2 % late
+			p.Frame("a>b", 0, 1000, 1010, true)                                                          // 1 % late
+		}
+		return p
+	}
+	good := onTime().Snapshot()
+	if f := Judge(&good, DefaultThresholds()); f.Verdict != Faithful {
+		t.Fatalf("on-time run judged %s: %v", f.Verdict, f.Reasons)
+	}
+
+	slow := onTime()
+	for i := 0; i < 100; i++ { // 10 % of the calls take 20 % longer
+		slow.Compute(10*time.Millisecond, 10*time.Millisecond, 12*time.Millisecond)
+	}
+	s := slow.Snapshot()
+	f := Judge(&s, DefaultThresholds())
+	if f.Verdict != Degraded || !strings.Contains(strings.Join(f.Reasons, ";"), "compute") {
+		t.Fatalf("slowed compute judged %s: %v", f.Verdict, f.Reasons)
+	}
+	if math.Abs(s.Stretch()-(1000*10.05+100*12)/(1100*10)) > 1e-9 {
+		t.Errorf("stretch %g", s.Stretch())
+	}
+
+	late := onTime()
+	for i := 0; i < 100; i++ { // frames 50 % late
+		late.Frame("a>c", 0, 1000, 1500, false)
+	}
+	s = late.Snapshot()
+	f = Judge(&s, DefaultThresholds())
+	if f.Verdict != Degraded || !strings.Contains(strings.Join(f.Reasons, ";"), "link delay") {
+		t.Fatalf("late link judged %s: %v", f.Verdict, f.Reasons)
+	}
+	rep := NewReport(map[string]*Stats{"j1": &good, "j2": &s}, nil, DefaultThresholds())
+	if rep.Verdict != Degraded || rep.Degraded != 1 || rep.WorstJobs[0].Job != "j2" || rep.WorstLinks[0].Pair != "a>c" {
+		t.Fatalf("report %+v", rep)
+	}
+
+	var nothing Stats
+	if f := Judge(&nothing, DefaultThresholds()); f.Verdict != Unmeasured {
+		t.Fatalf("empty stats judged %s", f.Verdict)
+	}
+}
+
+func TestCompensationCounted(t *testing.T) {
+	p := NewProbe()
+	p.Compute(10*time.Millisecond, 10*time.Millisecond, 11*time.Millisecond)
+	p.Compute(10*time.Millisecond, 9*time.Millisecond, 9*time.Millisecond) // pays back 1 ms
+	s := p.Snapshot()
+	if s.Compensated != time.Millisecond || s.Stretch() != 1 {
+		t.Fatalf("compensated %s stretch %g", s.Compensated, s.Stretch())
+	}
+}
+
+func TestChoose(t *testing.T) {
+	capa := Capacity{MsgsPerSec: 100e3, BytesPerSec: 1e9, Floor: 20 * time.Microsecond}
+	cases := []struct {
+		name string
+		d    Demand
+		want float64
+		why  string
+	}{
+		{"idle", Demand{MsgsPerSec: 10, BytesPerSec: 10, MinLatency: time.Second}, 1, "real time"},
+		{"messages", Demand{MsgsPerSec: 1e6, BytesPerSec: 1e6, MinLatency: time.Second}, 20, "message rate"},
+		{"bytes", Demand{MsgsPerSec: 1, BytesPerSec: 9e9, MinLatency: time.Second}, 20, "byte rate"},              // 18 -> 20
+		{"floor", Demand{MsgsPerSec: 1, BytesPerSec: 1, MinLatency: 30 * time.Microsecond}, 15, "lateness floor"}, // 13.3 -> 15
+		{"exact rung", Demand{MsgsPerSec: 150e3, MinLatency: time.Second}, 3, "message rate"},
+		{"beyond the ladder", Demand{MsgsPerSec: 1e12, MinLatency: time.Second}, 1000, "capped"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ch := Choose(capa, c.d)
+			if ch.Dilation != c.want || !strings.Contains(ch.Reason, c.why) {
+				t.Fatalf("dilation %g (%s), want %g (%s)", ch.Dilation, ch.Reason, c.want, c.why)
+			}
+		})
+	}
+}
+
+func TestParseCPU(t *testing.T) {
+	a, err := parseCPU("cpu  100 0 50 800 50 0 0 0 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := parseCPU("cpu  200 0 100 850 50 0 0 0 0 0")
+	busy, ok := a.busySince(b)
+	if !ok || math.Abs(busy-75) > 1e-9 {
+		t.Fatalf("busy %g ok %v", busy, ok)
+	}
+	if _, err := parseCPU("intr 1 2 3"); err == nil {
+		t.Fatal("a non-cpu line was accepted")
+	}
+	h := StartHost(time.Millisecond)
+	if got := h.Stop(); got == nil || got.CPUMeanPct < 0 || got.CPUMeanPct > 100 {
+		t.Fatalf("host %+v", got)
+	}
+}
+
+func TestMonoAdvances(t *testing.T) {
+	a := Mono()
+	b := Mono()
+	if a <= 0 || b < a {
+		t.Fatalf("mono %d then %d", a, b)
+	}
+}

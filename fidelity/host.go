@@ -1,0 +1,195 @@
+package fidelity
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Host is what the launcher saw of the host during a run.
+type Host struct {
+	// Go scheduler latency of the launcher's process (time goroutines
+	// waited runnable), from runtime/metrics, over the run.
+	SchedP99Ms float64 `json:"sched_latency_p99_ms"`
+	SchedMaxMs float64 `json:"sched_latency_max_ms"`
+	// CPU use of the whole machine (every process, containers included),
+	// sampled each second from /proc/stat.
+	CPUMeanPct float64 `json:"cpu_mean_pct"`
+	CPUMaxPct  float64 `json:"cpu_max_pct"`
+	// SaturatedPct is the share of samples with the CPU at 95 % or more.
+	SaturatedPct float64 `json:"cpu_saturated_pct"`
+	Samples      int     `json:"samples"`
+}
+
+const schedMetric = "/sched/latencies:seconds"
+
+// HostSampler samples the host until Stop.
+type HostSampler struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	first  *metrics.Float64Histogram
+
+	mu   sync.Mutex
+	cpus []float64
+}
+
+// StartHost starts sampling every period (default 1 s).
+func StartHost(period time.Duration) *HostSampler {
+	if period <= 0 {
+		period = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &HostSampler{cancel: cancel, done: make(chan struct{}), first: schedHist()}
+	go h.loop(ctx, period)
+	return h
+}
+
+func (h *HostSampler) loop(ctx context.Context, period time.Duration) {
+	defer close(h.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	prev, err := readCPU()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, cerr := readCPU()
+		if err == nil && cerr == nil {
+			if busy, ok := prev.busySince(cur); ok {
+				h.mu.Lock()
+				h.cpus = append(h.cpus, busy)
+				h.mu.Unlock()
+			}
+		}
+		prev, err = cur, cerr
+	}
+}
+
+// Stop ends the sampling and returns the figures.
+func (h *HostSampler) Stop() *Host {
+	h.cancel()
+	<-h.done
+	out := &Host{}
+	if last := schedHist(); h.first != nil && last != nil {
+		out.SchedP99Ms, out.SchedMaxMs = histDiffQuantile(h.first, last, 0.99)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out.Samples = len(h.cpus)
+	sat := 0
+	for _, c := range h.cpus {
+		out.CPUMeanPct += c
+		out.CPUMaxPct = math.Max(out.CPUMaxPct, c)
+		if c >= 95 {
+			sat++
+		}
+	}
+	if n := len(h.cpus); n > 0 {
+		out.CPUMeanPct /= float64(n)
+		out.SaturatedPct = 100 * float64(sat) / float64(n)
+	}
+	return out
+}
+
+func schedHist() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: schedMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	h := s[0].Value.Float64Histogram()
+	return &metrics.Float64Histogram{Counts: append([]uint64(nil), h.Counts...), Buckets: append([]float64(nil), h.Buckets...)}
+}
+
+// histDiffQuantile returns quantile q and the largest non-empty bucket of
+// the values added between a and b (same buckets), in milliseconds.
+func histDiffQuantile(a, b *metrics.Float64Histogram, q float64) (p, mx float64) {
+	if len(a.Counts) != len(b.Counts) {
+		return 0, 0
+	}
+	diff := make([]uint64, len(b.Counts))
+	var n uint64
+	for i := range b.Counts {
+		diff[i] = b.Counts[i] - a.Counts[i]
+		n += diff[i]
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	edge := func(i int) float64 {
+		e := b.Buckets[i+1]
+		if math.IsInf(e, 1) {
+			e = b.Buckets[i]
+		}
+		return 1e3 * e
+	}
+	rank := uint64(math.Ceil(q * float64(n)))
+	var seen uint64
+	p = -1
+	for i, c := range diff {
+		seen += c
+		if p < 0 && seen >= rank {
+			p = edge(i)
+		}
+		if c > 0 {
+			mx = edge(i)
+		}
+	}
+	return p, mx
+}
+
+type cpuTimes struct{ busy, total uint64 }
+
+func (a cpuTimes) busySince(b cpuTimes) (float64, bool) {
+	if b.total <= a.total {
+		return 0, false
+	}
+	return 100 * float64(b.busy-a.busy) / float64(b.total-a.total), true
+}
+
+// readCPU reads the aggregate cpu line of /proc/stat.
+func readCPU() (cpuTimes, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return cpuTimes{}, fmt.Errorf("fidelity: /proc/stat is empty")
+	}
+	return parseCPU(sc.Text())
+}
+
+// parseCPU parses "cpu user nice system idle iowait irq softirq steal ...":
+// idle and iowait are not busy; steal is (the hypervisor took the CPU).
+func parseCPU(line string) (cpuTimes, error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return cpuTimes{}, fmt.Errorf("fidelity: unexpected /proc/stat line %q", line)
+	}
+	var t cpuTimes
+	for i, s := range f[1:] {
+		if i >= 8 { // guest times are already in user and nice
+			break
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("fidelity: /proc/stat field %d: %w", i+1, err)
+		}
+		t.total += v
+		if i != 3 && i != 4 {
+			t.busy += v
+		}
+	}
+	return t, nil
+}

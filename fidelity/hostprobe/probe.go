@@ -1,0 +1,282 @@
+package hostprobe
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/netem/ptimer"
+	"github.com/koala-emu/koala-emu/nodes/comm"
+)
+
+// Options tune a measurement. The zero value is the default probe (about
+// 3 s of wall time).
+type Options struct {
+	// Ranks of each ring of the message probe, exchanging with both ring
+	// neighbours as the communication-intensive applications do (default
+	// 8), and Rings, how many such jobs run at once (default 12).
+	Ranks, Rings int
+	// Latency of the probe's links (default 200 µs): long enough that every
+	// message goes through the delay line's thread, as in a run.
+	Latency time.Duration
+	// Span of each rate measurement (default 1 s).
+	Span time.Duration
+	// Pairs of streams of the byte-rate probe (default 4).
+	Pairs int
+	// Tries of each figure; the best is kept (default 3).
+	Tries int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Ranks <= 1 {
+		o.Ranks = 8
+	}
+	if o.Rings <= 0 {
+		o.Rings = 12
+	}
+	if o.Latency <= 0 {
+		o.Latency = 200 * time.Microsecond
+	}
+	if o.Span <= 0 {
+		o.Span = 600 * time.Millisecond
+	}
+	if o.Pairs <= 0 {
+		o.Pairs = 4
+	}
+	if o.Tries <= 0 {
+		o.Tries = 3
+	}
+	return o
+}
+
+// MeasureInproc measures the in-process backend: ranks over loopback TCP
+// through the userspace shaper and the process's delay line. The message
+// probe offers more than the host carries (Rings jobs whose steps wait only
+// for a short latency), so what gets through is the host's capacity with
+// every message released by the delay line; the byte probe streams over
+// links with no rate limit.
+func MeasureInproc(ctx context.Context, opts Options) (fidelity.Capacity, error) {
+	opts = opts.withDefaults()
+	c := fidelity.Capacity{Backend: "inproc", Machine: MachineID(), Measured: time.Now().UTC()}
+	// Each figure is the best of a few tries: the capacity is the
+	// machine's, and a moment of load from elsewhere must not stay in the
+	// kept figures for a week (each run's own monitor judges its moment).
+	for try := 0; try < opts.Tries; try++ {
+		floor, err := lateness(ctx, 1000, 200*time.Microsecond)
+		if err != nil {
+			return c, err
+		}
+		if try == 0 || floor < c.Floor {
+			c.Floor = floor
+		}
+		msgs, err := ringRate(ctx, opts.Rings, opts.Ranks, opts.Latency, opts.Span)
+		if err != nil {
+			return c, err
+		}
+		bytes, err := streamRate(ctx, opts.Pairs, opts.Span/2)
+		if err != nil {
+			return c, err
+		}
+		c.MsgsPerSec, c.BytesPerSec = max(c.MsgsPerSec, msgs), max(c.BytesPerSec, bytes)
+	}
+	return c, nil
+}
+
+// lateness returns the p99 lateness of n waits of d on the default delay
+// line: the wake-up floor every shaped release and precise compute pays.
+func lateness(ctx context.Context, n int, d time.Duration) (time.Duration, error) {
+	line := ptimer.Default()
+	late := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if err := line.Sleep(ctx, d); err != nil {
+			return 0, fmt.Errorf("host probe: lateness: %w", err)
+		}
+		late = append(late, time.Since(start)-d)
+	}
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	return max(0, late[int(math.Ceil(0.99*float64(n)))-1]), nil
+}
+
+// shaped returns n ranks' options in one cluster through userspace
+// shapers with a free link.
+func shaped(n int, lat time.Duration) ([]comm.Options, func()) {
+	free := netem.Link{Latency: lat, Bandwidth: 0}
+	opts := make([]comm.Options, n)
+	var egs []*netem.UserspaceEgress
+	for i := range opts {
+		eg := netem.NewUserspace(netem.EgressPlan{Node: fmt.Sprintf("probe%d", i), Cluster: "probe",
+			To: map[string]netem.Link{"probe": free}}, nil, 1)
+		egs = append(egs, eg)
+		opts[i] = comm.Options{JobID: "host-probe", Cluster: "probe", Egress: eg, Processors: 1}
+	}
+	return opts, func() {
+		for _, e := range egs {
+			_ = e.Close()
+		}
+	}
+}
+
+// ringRate runs rings jobs of n ranks that exchange 8-byte messages with
+// both ring neighbours, step after step, for about span, and returns the
+// messages per second of all of them.
+func ringRate(ctx context.Context, rings, n int, lat, span time.Duration) (float64, error) {
+	opts, done := shaped(rings*n, lat)
+	defer done()
+	jobs := make([][]*comm.Comm, rings)
+	for r := range jobs {
+		o := opts[r*n : (r+1)*n]
+		for i := range o {
+			o[i].JobID = fmt.Sprintf("host-probe-%d", r)
+		}
+		cs, err := comm.ConnectLocal(ctx, o)
+		if err != nil {
+			return 0, fmt.Errorf("host probe: %w", err)
+		}
+		defer closeAll(cs)
+		jobs[r] = cs
+	}
+	run := func(steps int) (time.Duration, error) {
+		start := time.Now()
+		errs := make(chan error, rings)
+		for _, cs := range jobs {
+			go func(cs []*comm.Comm) {
+				_, err := ringSteps(ctx, cs, steps)
+				errs <- err
+			}(cs)
+		}
+		var first error
+		for range jobs {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return time.Since(start), first
+	}
+	const warm = 50
+	wall, err := run(warm)
+	if err != nil {
+		return 0, err
+	}
+	steps := max(warm, int(float64(warm)*span.Seconds()/max(wall.Seconds(), 1e-6)))
+	if wall, err = run(steps); err != nil {
+		return 0, err
+	}
+	return float64(2*n*rings*steps) / wall.Seconds(), nil
+}
+
+// ringSteps runs steps neighbour exchanges on every rank and returns the
+// wall time they took.
+func ringSteps(ctx context.Context, cs []*comm.Comm, steps int) (time.Duration, error) {
+	n := len(cs)
+	errs := make(chan error, n)
+	start := time.Now()
+	for i, c := range cs {
+		go func(i int, c *comm.Comm) {
+			left, right := (i+n-1)%n, (i+1)%n
+			var b [8]byte
+			for s := 0; s < steps; s++ {
+				if err := c.Send(ctx, left, 0, b[:]); err != nil {
+					errs <- err
+					return
+				}
+				if err := c.Send(ctx, right, 1, b[:]); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := c.Recv(ctx, right, 0); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := c.Recv(ctx, left, 1); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(i, c)
+	}
+	var first error
+	for range cs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return 0, fmt.Errorf("host probe: message rate: %w", first)
+	}
+	return time.Since(start), nil
+}
+
+// streamRate runs pairs of ranks, each first rank streaming 1 MB messages to
+// its partner for span, and returns payload bytes per second in all.
+func streamRate(ctx context.Context, pairs int, span time.Duration) (float64, error) {
+	opts, done := shaped(2*pairs, 0)
+	defer done()
+	cs, err := comm.ConnectLocal(ctx, opts)
+	if err != nil {
+		return 0, fmt.Errorf("host probe: %w", err)
+	}
+	defer closeAll(cs)
+	const size = 1 << 20
+	stop := time.Now().Add(span)
+	errs := make(chan error, 2*pairs)
+	total := make([]int64, pairs)
+	for p := 0; p < pairs; p++ {
+		src, dst := cs[2*p], cs[2*p+1]
+		go func() {
+			b := make([]byte, size)
+			for time.Now().Before(stop) {
+				if err := src.Send(ctx, dst.Rank(), 0, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- src.Send(ctx, dst.Rank(), 0, nil) // the end marker
+		}()
+		go func(p int) {
+			for {
+				b, err := dst.Recv(ctx, src.Rank(), 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(b) == 0 {
+					errs <- nil
+					return
+				}
+				total[p] += int64(len(b))
+			}
+		}(p)
+	}
+	start := time.Now()
+	var first error
+	for i := 0; i < 2*pairs; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	wall := time.Since(start)
+	if first != nil {
+		return 0, fmt.Errorf("host probe: byte rate: %w", first)
+	}
+	var bytes int64
+	for _, b := range total {
+		bytes += b
+	}
+	return float64(bytes) / wall.Seconds(), nil
+}
+
+func closeAll(cs []*comm.Comm) {
+	done := make(chan struct{}, len(cs))
+	for _, c := range cs {
+		go func(c *comm.Comm) { _ = c.Close(); done <- struct{}{} }(c)
+	}
+	for range cs {
+		<-done
+	}
+}

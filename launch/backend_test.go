@@ -1,0 +1,68 @@
+package launch
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+func TestRegistry(t *testing.T) {
+	if got := strings.Join(BackendNames(), ","); got != "docker,inproc,netns" {
+		t.Errorf("backends %s, want docker,inproc,netns", got)
+	}
+	for _, n := range BackendNames() {
+		b, err := LookupBackend(n)
+		if err != nil || b.Name() != n {
+			t.Errorf("LookupBackend(%s) = %v, %v", n, b, err)
+		}
+	}
+	if _, err := LookupBackend("sim"); err == nil || !strings.Contains(err.Error(), "docker, inproc, netns") {
+		t.Errorf("unknown backend: %v, want the known names listed", err)
+	}
+}
+
+// Check refuses what a backend cannot do, naming the backend and what it
+// can do instead; everything else passes.
+func TestCheck(t *testing.T) {
+	inproc, _ := LookupBackend("inproc")
+	netns, _ := LookupBackend("netns")
+	malleable := &scenarios.Plan{Policy: scenarios.Policy{Malleability: &scenarios.Malleability{Approach: "pwa", Policy: "fpsma"}}}
+	cases := []struct {
+		b      Backend
+		shaper string
+		plan   *scenarios.Plan
+		want   string // "" passes
+	}{
+		{inproc, "", malleable, ""},
+		{inproc, "auto", nil, ""},
+		{inproc, "userspace", nil, ""},
+		{inproc, "htb", nil, "not available on the inproc backend"},
+		{netns, "htb", malleable, ""},
+		{netns, "netem", nil, ""},
+		{netns, "tc", nil, "it can install auto, netem, htb, userspace"},
+		{refuser{inproc}, "", malleable, "cannot run the malleability manager"},
+	}
+	for _, c := range cases {
+		err := Check(c.b, c.plan, Options{Shaper: c.shaper})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s shaper %q: %v", c.b.Name(), c.shaper, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s shaper %q: %v, want %q", c.b.Name(), c.shaper, err, c.want)
+		}
+	}
+	if _, err := inproc.Run(context.Background(), malleable, Options{Shaper: "netem"}); err == nil {
+		t.Error("inproc ran with a kernel shaper")
+	}
+}
+
+// refuser is a backend without malleability.
+type refuser struct{ Backend }
+
+func (r refuser) Capabilities() Capabilities {
+	c := r.Backend.Capabilities()
+	c.Malleability = false
+	return c
+}

@@ -1,0 +1,200 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/fidelity/hostprobe"
+	"github.com/koala-emu/koala-emu/nodes/apps"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// MinIterations is the fewest iterations a wall budget may leave a job at
+// time scale 1 / k: an iteration count is rounded to an integer, so 100
+// keeps the rounding under 0.5 % of a job's time, and the job's steady
+// state (not its start-up) sets its time.
+const MinIterations = 100
+
+// Prepare resolves what a plan leaves to the launcher, before the run: the
+// dilation when the scenario says `dilation: auto` (from the host's
+// capacity for the backend, measured once and kept, and the plan's demand;
+// fidelity.Choose) and the time scale when it gives a wall budget. It
+// prints the choice, its reason and the estimated wall time, and returns
+// opts with the choice recorded for results.json. An explicit dilation is
+// kept as it is and reported as given.
+//
+// A run prepared once (opts.Dilation set) is not prepared again.
+func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Options) (Options, error) {
+	opts = opts.WithDefaults()
+	if opts.Dilation != nil && !plan.DilationAuto {
+		return opts, nil
+	}
+	demand := DemandOf(plan)
+	choice := &fidelity.Choice{Dilation: plan.Dilation, Demand: demand, Reason: "given by the scenario or the command line"}
+	if plan.DilationAuto {
+		c, measured, err := HostCapacity(ctx, backend, false)
+		if err != nil {
+			return opts, fmt.Errorf("dilation auto: measuring the host: %w", err)
+		}
+		if measured {
+			fmt.Fprintf(opts.Progress, "host: measured %s: %.0f messages/s, %.0f MB/s, lateness floor %s (kept for later runs; `koala-emu host` shows it)\n",
+				backend, c.MsgsPerSec, c.BytesPerSec/1e6, c.Floor)
+		}
+		*choice = fidelity.Choose(c, demand)
+	}
+	k := plan.TimeScale
+	if plan.WallBudget > 0 {
+		var note string
+		k, note = TimeScaleFor(plan, choice.Dilation)
+		if note != "" {
+			fmt.Fprintf(opts.Progress, "wall budget %s: %s\n", plan.WallBudget, note)
+		}
+	}
+	if err := plan.Resolve(choice.Dilation, k); err != nil {
+		return opts, err
+	}
+	fmt.Fprintf(opts.Progress, "dilation %g (%s); time scale %g; estimated wall time %s\n",
+		plan.Dilation, choice.Reason, plan.TimeScale, EstimatedWall(plan).Round(time.Second))
+	opts.Dilation = choice
+	return opts, nil
+}
+
+// measurer is how a backend's capacity is measured. Every backend is
+// measured in process today: the userspace shaper's cost per message and
+// byte, and the delay line's lateness; the kernel shapers of netns and
+// docker carry at least as much (calibrate measures them per link).
+func measurer(string) hostprobe.Measurer { return hostprobe.MeasureInproc }
+
+// DemandOf is what plan asks of the host at dilation 1: the peak, over the
+// run, of the message and byte rates of the jobs expected to run at once
+// (each job from its submission for its single-cluster time; when more
+// nodes would be busy than the platform has, the rates are scaled down to
+// the platform), and the smallest one-way latency of its links.
+func DemandOf(plan *scenarios.Plan) fidelity.Demand {
+	type edge struct {
+		at          time.Duration
+		nodes       int
+		msgs, bytes float64
+	}
+	var edges []edge
+	for _, j := range plan.Jobs {
+		app, err := apps.Lookup(j.App)
+		if err != nil {
+			continue
+		}
+		t, err := apps.TrafficOf(app, j.Size, j.Args)
+		if err != nil {
+			continue
+		}
+		m, b := t.Rates()
+		d, err := apps.NominalArgs(app, j.Size, j.Args)
+		if err != nil || d <= 0 {
+			continue
+		}
+		edges = append(edges, edge{j.Submit, j.Size, m, b}, edge{j.Submit + d, -j.Size, -m, -b})
+	}
+	sort.SliceStable(edges, func(i, k int) bool { return edges[i].at < edges[k].at })
+	total := plan.TotalNodes()
+	var d fidelity.Demand
+	nodes, msgs, bytes := 0, 0.0, 0.0
+	peakNodes := 0
+	for _, e := range edges {
+		nodes += e.nodes
+		msgs += e.msgs
+		bytes += e.bytes
+		f := 1.0
+		if nodes > total && nodes > 0 {
+			f = float64(total) / float64(nodes)
+		}
+		if msgs*f > d.MsgsPerSec {
+			d.MsgsPerSec = msgs * f
+		}
+		if bytes*f > d.BytesPerSec {
+			d.BytesPerSec = bytes * f
+		}
+		peakNodes = max(peakNodes, min(nodes, total))
+	}
+	d.MinLatency = minLatency(plan)
+	d.Why = fmt.Sprintf("%d jobs, at most %d nodes busy at once", len(plan.Jobs), peakNodes)
+	return d
+}
+
+// minLatency is the smallest one-way latency among the plan's available
+// links.
+func minLatency(plan *scenarios.Plan) time.Duration {
+	var m time.Duration
+	for i := range plan.Links.Links {
+		for _, l := range plan.Links.Links[i] {
+			if l.Unavailable || l.Latency <= 0 {
+				continue
+			}
+			if m == 0 || l.Latency < m {
+				m = l.Latency
+			}
+		}
+	}
+	return m
+}
+
+// span is the scenario time a run is expected to take: the workload's
+// duration, or its last submission, plus the longest job.
+func span(plan *scenarios.Plan) time.Duration {
+	end := plan.Duration
+	var longest time.Duration
+	for _, j := range plan.Jobs {
+		end = max(end, j.Submit)
+		if app, err := apps.Lookup(j.App); err == nil {
+			if d, err := apps.NominalArgs(app, j.Size, j.Args); err == nil {
+				longest = max(longest, d)
+			}
+		}
+	}
+	return end + longest
+}
+
+// EstimatedWall is the wall time plan is expected to take at its dilation
+// and time scale (before queueing beyond the workload's end).
+func EstimatedWall(plan *scenarios.Plan) time.Duration {
+	k := plan.TimeScale
+	if k <= 0 {
+		k = 1
+	}
+	return time.Duration(float64(span(plan)) * plan.Dilation / k)
+}
+
+// TimeScaleFor derives the time scale that fits plan's wall budget at
+// dilation d: span x d / budget, at least 1, and at most what leaves every
+// job MinIterations iterations. note says when the budget cannot be met.
+func TimeScaleFor(plan *scenarios.Plan, d float64) (k float64, note string) {
+	k = math.Max(1, span(plan).Seconds()*d/plan.WallBudget.Seconds())
+	kmax := math.Inf(1)
+	for _, j := range plan.Jobs {
+		app, err := apps.Lookup(j.App)
+		if err != nil {
+			continue
+		}
+		if t, err := apps.TrafficOf(app, j.Size, j.Args); err == nil && t.Iterations > 0 {
+			kmax = math.Min(kmax, t.Iterations/MinIterations)
+		}
+	}
+	if k > kmax {
+		note = fmt.Sprintf("time scale %.0f would leave a job fewer than %d iterations; using %.0f (about %s of wall time)",
+			k, MinIterations, kmax, time.Duration(span(plan).Seconds()*d/kmax*float64(time.Second)).Round(time.Second))
+		k = math.Max(1, kmax)
+	}
+	return math.Round(k*100) / 100, note
+}
+
+// HostCapacity returns the host's capacity for backend: the kept figures,
+// or a new measurement (kept for later runs) when there are none, they are
+// stale or refresh is set. measured says which.
+func HostCapacity(ctx context.Context, backend string, refresh bool) (c fidelity.Capacity, measured bool, err error) {
+	if _, err := LookupBackend(backend); err != nil {
+		return c, false, err
+	}
+	return hostprobe.Get(ctx, backend, measurer(backend), refresh)
+}

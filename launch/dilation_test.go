@@ -1,0 +1,91 @@
+package launch
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/nodes/apps"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+func demandPlan(jobs ...scenarios.Job) *scenarios.Plan {
+	m := netem.Matrix{Clusters: []string{"a", "b"}, Links: [][]netem.Link{
+		{{Latency: 30 * time.Microsecond}, {Latency: time.Millisecond}},
+		{{Latency: time.Millisecond}, {Latency: 50 * time.Microsecond}},
+	}}
+	return &scenarios.Plan{Name: "t", TimeScale: 1, Dilation: 1, Duration: time.Hour, Links: m,
+		Clusters: []scenarios.Cluster{{Name: "a", Nodes: 64}, {Name: "b", Nodes: 64}}, Jobs: jobs}
+}
+
+func rates(t *testing.T, app string, n int) (float64, float64, time.Duration) {
+	t.Helper()
+	a, err := apps.Lookup(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := apps.TrafficOf(a, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, b := tr.Rates()
+	return m, b, a.Nominal(n)
+}
+
+func TestDemandOf(t *testing.T) {
+	wm, wb, wd := rates(t, "wave", 32)
+	pm, pb, _ := rates(t, "poisson", 16)
+	cases := []struct {
+		name        string
+		jobs        []scenarios.Job
+		msgs, bytes float64
+	}{
+		{"one job", []scenarios.Job{{App: "wave", Size: 32}}, wm, wb},
+		{"overlapping jobs add up", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: time.Second}}, wm + pm, wb + pb},
+		{"jobs apart do not", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: wd + time.Second}}, math.Max(wm, pm), math.Max(wb, pb)},
+		// 5 jobs of 32 on 128 nodes: at most 4 run at once.
+		{"capped by the platform", []scenarios.Job{{App: "wave", Size: 32}, {App: "wave", Size: 32}, {App: "wave", Size: 32},
+			{App: "wave", Size: 32}, {App: "wave", Size: 32}}, 4 * wm, 4 * wb},
+		{"compute-bound", []scenarios.Job{{App: "prime", Size: 32}}, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := DemandOf(demandPlan(c.jobs...))
+			if math.Abs(d.MsgsPerSec-c.msgs) > 1e-6*c.msgs+1e-9 || math.Abs(d.BytesPerSec-c.bytes) > 1e-6*c.bytes+1e-9 {
+				t.Fatalf("demand %.0f msgs/s %.0f B/s, want %.0f and %.0f", d.MsgsPerSec, d.BytesPerSec, c.msgs, c.bytes)
+			}
+			if d.MinLatency != 30*time.Microsecond {
+				t.Fatalf("min latency %s", d.MinLatency)
+			}
+		})
+	}
+	if wm < 250e3 || wm > 350e3 {
+		t.Errorf("wave on 32 nodes asks %.0f messages/s; its doc says about 300,000", wm)
+	}
+}
+
+func TestTimeScaleFor(t *testing.T) {
+	p := demandPlan(scenarios.Job{App: "wave", Size: 32})
+	p.Duration = 0
+	p.WallBudget = 100 * time.Second
+	k, note := TimeScaleFor(p, 25)
+	want := waveNominal().Seconds() * 25 / 100
+	if note != "" || math.Abs(k-want) > 0.01 {
+		t.Fatalf("time scale %g (%q), want %g", k, note, want)
+	}
+	// A budget so small that wave would keep fewer than MinIterations steps.
+	p.WallBudget = time.Millisecond
+	k, note = TimeScaleFor(p, 25)
+	if !strings.Contains(note, "fewer than") || math.Abs(k-964912.0/MinIterations) > 0.01 {
+		t.Fatalf("time scale %g (%q)", k, note)
+	}
+	est := EstimatedWall(&scenarios.Plan{Dilation: 10, TimeScale: 5, Duration: time.Minute})
+	if est != 2*time.Minute {
+		t.Fatalf("estimated wall %s", est)
+	}
+}
+
+// waveNominal is wave's nominal time on 32 nodes.
+func waveNominal() time.Duration { return apps.Wave{}.Nominal(32) }

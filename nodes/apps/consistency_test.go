@@ -1,0 +1,81 @@
+package apps
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// Each application's computation and messages describe the problem the
+// papers state; these tests pin the figures their doc comments derive.
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*math.Abs(want) {
+		t.Errorf("%s = %g, want %g within %.1f%%", what, got, want, 100*tol)
+	}
+}
+
+// Wave reproduces DAS-3's two measured points: about 200 s on one cluster
+// and about 750 s when the slowest boundary of the chain is 0.6 ms.
+func TestWaveReproducesDAS3(t *testing.T) {
+	w := Wave{}
+	a := w.Args()
+	tr, err := w.Traffic(32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "one cluster (s)", tr.Iterations*tr.Iteration.Seconds(), 200, 0.01)
+	compute := tr.Iteration - RefLatency
+	four := tr.Iterations * (compute + 600*time.Microsecond).Seconds()
+	near(t, "four clusters (s)", four, 750, 0.01)
+	// The computation is the string's: points x cost per point.
+	near(t, "step work (ms)", float64(w.stepWork(a))/1e6, a["points"]*a["point_ns"]/1e6, 1e-9)
+	near(t, "messages per step", tr.Msgs, 62, 0)
+	near(t, "bytes per message", tr.Bytes/tr.Msgs, 8, 0)
+}
+
+// Allgather is SPEC §7's benchmark: 10^6 calls, 10 KB per process, 64
+// processes on 32 nodes, no computation.
+func TestAllgatherIsTheBenchmark(t *testing.T) {
+	g := Allgather{}
+	a := g.Args()
+	if a["compute_ms"] != 0 || a["msg_bytes"] != 10240 || a["iters"] != 1e6 {
+		t.Fatalf("defaults %v", a)
+	}
+	tr, err := g.Traffic(32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "bytes per call", tr.Bytes, 32*31*2*10240, 0)
+	near(t, "messages per call (ring)", tr.Msgs, 32*31, 0)
+}
+
+// Poisson computes its stated grid at the stated cost per point and sends
+// the grid's real edges.
+func TestPoissonIsItsGrid(t *testing.T) {
+	p := Poisson{}
+	a := p.Args()
+	half := p.halfWork(a)
+	near(t, "half-iteration work (ms)", float64(half)/1e6, 4096*4096/2*10/1e6, 1e-9)
+	tr, err := p.Traffic(32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 x 4 process grid: 56 left/right halos of 1024 points, 48 up/down of
+	// 512, twice per iteration, plus the allreduce's 32 x 5 messages.
+	near(t, "halo bytes per iteration", tr.Bytes-8*32*5, 2*(56*1024*8+48*512*8), 0)
+	near(t, "one cluster (s)", tr.Iterations*tr.Iteration.Seconds(), 180, 0.01)
+}
+
+// A resize moves data once: its volume shrinks with the time scale, so it
+// costs the same scenario time at every time scale.
+func TestResizeVolumeIsTimeScaleNeutral(t *testing.T) {
+	const mb = 16 << 20
+	for _, k := range []float64{1, 60, 240, 960} {
+		near(t, "volume x time scale", float64(ScaledData(mb, k))*k, mb, 0.001)
+	}
+	if ScaledData(100, 1e9) != 64 {
+		t.Error("the array must keep a few bytes")
+	}
+}

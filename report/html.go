@@ -1,0 +1,157 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"os"
+	"strings"
+)
+
+const css = `
+body { font-family: "Liberation Sans", Arial, sans-serif; margin: 0 auto; max-width: 1250px; padding: 0 24px 48px; color: #222; }
+h1 { font-size: 1.6em; border-bottom: 2px solid #444; padding-bottom: 6px; }
+h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #bbb; }
+h3 { font-size: 1.1em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; }
+th { background: #eee; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+.rule { background: #f4f6fb; border-left: 4px solid #5070b0; padding: 8px 12px; font-size: 0.92em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
+figcaption { font-size: 0.88em; color: #444; margin-top: 4px; }
+.degraded { color: #b00; font-weight: bold; }
+.faithful { color: #070; }
+code { font-size: 0.95em; }
+nav ul { columns: 2; }
+details { margin: 0.8em 0; }
+`
+
+var funcs = template.FuncMap{
+	"f1": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f2": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"verdict": func(r *run) string {
+		if f := r.Summary.Fidelity; f != nil {
+			return f.Verdict
+		}
+		return "not measured"
+	},
+	"reasons": func(r *run) string {
+		if f := r.Summary.Fidelity; f != nil {
+			return strings.Join(f.Reasons, "; ")
+		}
+		return ""
+	},
+	"interval": func(rows []SaturationRow, app, pol string) SaturationRow {
+		for _, r := range rows {
+			if r.App == app && r.Policy == pol {
+				return r
+			}
+		}
+		return SaturationRow{}
+	},
+	"cellValue": func(c sweepCell, axis string) string {
+		for _, v := range c.Values {
+			if v.Axis == axis {
+				return v.Value
+			}
+		}
+		return ""
+	},
+	"unplaced": func(c sweepCell) int { return unplacedOf(c.Summary.FailReasons) },
+	"anchor":   slug,
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>Inputs: {{range $i, $d := .Inputs}}{{if $i}}, {{end}}<code>{{$d}}</code>{{end}}.
+Every figure is also available as SVG (link under it).</p>
+<nav><ul>
+{{if .Runs}}<li><a href="#runs">Runs compared</a></li>{{end}}
+{{range .Sweeps}}<li><a href="#sweep-{{anchor .Label}}">AJRT against net utilisation: {{.Label}}</a></li>{{end}}
+{{if .Exec}}<li><a href="#exec">Execution time against the number of clusters</a></li>{{end}}
+{{if .CDFs}}<li><a href="#cdf">Wait and response times</a></li>{{end}}
+{{if .Malleable}}<li><a href="#malleable">Malleable runs</a></li>{{end}}
+</ul></nav>
+
+{{if .Runs}}
+<h2 id="runs">Runs compared</h2>
+<table>
+<tr><th>run</th><th>scenario</th><th>backend</th><th>policy</th><th>seed</th><th>jobs done / submitted</th>
+<th>AJRT (s)</th><th>wait (s)</th><th>execution (s)</th><th>co-allocated (%)</th>
+<th>net util. (%)</th><th>observed util. (%)</th><th>dilation</th><th>fidelity</th></tr>
+{{range .Runs}}<tr><td><code>{{.Label}}</code></td><td>{{.Summary.Scenario}}</td><td>{{.Summary.Backend}}</td><td>{{.Summary.Policy}}</td>
+<td class="n">{{.Summary.Seed}}</td><td class="n">{{.Summary.Jobs.Completed}} / {{.Summary.Jobs.Submitted}}</td>
+<td class="n">{{f1 .Summary.AJRTS}}</td><td class="n">{{f1 .Summary.AvgWaitS}}</td><td class="n">{{f1 .Summary.AvgExecS}}</td>
+<td class="n">{{f1 .Summary.CoallocatedPct}}</td><td class="n">{{f1 .Summary.NetUtilizationPct}}</td>
+<td class="n">{{f1 .Summary.ObservedUtilizationPct}}</td><td class="n">{{.Summary.Dilation}}</td>
+<td class="{{verdict .}}" title="{{reasons .}}">{{verdict .}}</td></tr>
+{{end}}</table>
+<p>AJRT, wait and execution are means over the completed jobs (wait: submission to start; AJRT: submission to end).
+Net utilisation counts each job's single-cluster execution time, observed its measured one, over the nodes of the
+included clusters and the run's span.</p>
+{{end}}
+
+{{range .Sweeps}}{{$sec := .}}
+<h2 id="sweep-{{anchor .Label}}">AJRT against net utilisation: {{.Label}}</h2>
+<p class="rule"><b>Saturation rule.</b> {{$.Rule}}</p>
+<h3>Net-utilisation interval where saturation sets in</h3>
+<table>
+<tr><th>application \ policy</th>{{range .Policies}}<th>{{.}}</th>{{end}}</tr>
+{{range $app := .Apps}}<tr><th>{{$app}}</th>{{range $pol := $sec.Policies}}{{$r := interval $sec.Rows $app $pol}}<td class="n" title="{{$r.Point.Why}}">{{if $r.App}}{{$r.Point.Interval}}{{else}}-{{end}}</td>{{end}}</tr>
+{{end}}</table>
+<p>Hover a cell for the criterion that fired; the same table is in <code>saturation.csv</code>.{{if .NotDone}} {{.NotDone}} cells of the sweep did not finish and are left out.{{end}}</p>
+{{range .Figures}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}
+{{if .Cells}}<details><summary>{{len .Cells}} cells</summary>
+<table>
+<tr><th>cell</th>{{range .Axes}}<th>{{.}}</th>{{end}}<th>jobs done / submitted</th><th>not placed</th><th>AJRT (s)</th><th>net util. (%)</th><th>observed util. (%)</th><th>co-allocated (%)</th></tr>
+{{range $c := .Cells}}<tr><td><code>{{$c.ID}}</code></td>{{range $sec.Axes}}<td>{{cellValue $c .}}</td>{{end}}
+<td class="n">{{$c.Summary.Jobs.Completed}} / {{$c.Summary.Jobs.Submitted}}</td><td class="n">{{unplaced $c}}</td>
+<td class="n">{{f1 $c.Summary.AJRTS}}</td><td class="n">{{f1 $c.Summary.NetUtilizationPct}}</td>
+<td class="n">{{f1 $c.Summary.ObservedUtilizationPct}}</td><td class="n">{{f1 $c.Summary.CoallocatedPct}}</td></tr>
+{{end}}</table></details>{{end}}
+{{end}}
+
+{{with .Exec}}
+<h2 id="exec">Execution time against the number of clusters</h2>
+<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}
+
+{{if .CDFs}}
+<h2 id="cdf">Wait and response times</h2>
+{{range .CDFs}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}{{end}}
+
+{{if .Malleable}}
+<h2 id="malleable">Malleable runs</h2>
+{{range .Malleable}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}{{end}}
+</body>
+</html>
+`))
+
+// writePage renders the page.
+func writePage(path string, pg *page) error {
+	var b bytes.Buffer
+	data := struct {
+		*page
+		CSS template.CSS
+	}{pg, template.CSS(css)}
+	if err := pageTmpl.Execute(&b, data); err != nil {
+		return fmt.Errorf("report: %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}

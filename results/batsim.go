@@ -1,0 +1,320 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// BatsimFile is the name of the Batsim-layout job table in a results
+// directory.
+const BatsimFile = "jobs_batsim.csv"
+
+// BatsimColumns is the header of jobs_batsim.csv, in the order of Batsim's
+// own jobs output (Batsim docs, "output-jobs": job_id ... metadata).
+var BatsimColumns = []string{
+	"job_id", "workload_name", "profile", "submission_time",
+	"requested_number_of_resources", "requested_time", "success", "final_state",
+	"starting_time", "execution_time", "finish_time", "waiting_time",
+	"turnaround_time", "stretch", "consumed_energy", "allocated_resources", "metadata",
+}
+
+// Batsim final states used by the export.
+const (
+	BatsimSuccess  = "COMPLETED_SUCCESSFULLY"
+	BatsimFailed   = "COMPLETED_FAILED"
+	BatsimKilled   = "COMPLETED_KILLED"
+	BatsimRejected = "REJECTED"
+)
+
+// BatsimCluster is one cluster of the platform, for the numbering of nodes
+// in allocated_resources.
+type BatsimCluster struct {
+	Name  string
+	Nodes int
+}
+
+// WriteBatsimCSV writes dir/jobs_batsim.csv: one row per job, in the order
+// given, in Batsim's column layout, so that tools written for Batsim
+// (evalys) read koala-emu runs. The nodes are numbered as described at
+// WriteBatsimCSVPlatform, with the clusters sorted by name and each given
+// as many numbers as the jobs held of it at once at most.
+func WriteBatsimCSV(dir string, jobs []Job, workload string) error {
+	return WriteBatsimCSVPlatform(dir, jobs, workload, nil)
+}
+
+// WriteBatsimCSVPlatform is WriteBatsimCSV with the platform's clusters in
+// the order their nodes are numbered: the first cluster's nodes are 0 to
+// n1-1, the next cluster's n1 to n1+n2-1, and so on (pass the scenario's
+// included clusters in scenario order). A nil platform numbers the clusters
+// the jobs name, sorted by name, each as large as the jobs needed at once.
+//
+// Columns (times in scenario seconds; an empty field is a time that never
+// happened, as Batsim leaves the fields of rejected jobs empty):
+//   - job_id: Job.ID; workload_name: workload; profile: Job.App.
+//   - submission_time, starting_time, finish_time: Submit, Start, End.
+//   - requested_number_of_resources: Job.Size (nodes).
+//   - requested_time: KOALA jobs give no walltime; the job's nominal time
+//     (Job.Nominal, its single-cluster execution time) stands in for it, -1
+//     when unknown.
+//   - final_state and success: status completed -> COMPLETED_SUCCESSFULLY
+//     (success 1); a job that started and ended with status failed ->
+//     COMPLETED_FAILED; a job that started and never ended (the run was cut
+//     short: failed by the launcher with the interruption as its reason, or
+//     still running) -> COMPLETED_KILLED; a job that never started (placement
+//     failed, or still queued when the run ended) -> REJECTED, Batsim's state
+//     for a job that was not executed. success is 0 for all but the first.
+//   - execution_time = finish - start, waiting_time = start - submission,
+//     turnaround_time = finish - submission, stretch = turnaround / execution
+//     (empty when execution is 0 or unknown).
+//   - consumed_energy: -1, energy is not modelled.
+//   - allocated_resources: Batsim's interval set ("0-7 12-15") of the nodes
+//     the job held. A Job records nodes per cluster (Components,
+//     "amsterdam:8+vrije:16"), not which ones, so the export replays starts
+//     and ends in time order (ends first at equal times, then the order of
+//     jobs) and gives each starting job the lowest-numbered free nodes of
+//     each of its clusters: allocations of concurrent jobs never overlap. A
+//     killed job keeps its nodes to the end. Malleable jobs are shown at
+//     their placed size.
+//   - metadata: "request=...;components=...;reason=..." (empty parts left
+//     out).
+func WriteBatsimCSVPlatform(dir string, jobs []Job, workload string, platform []BatsimCluster) error {
+	if workload == "" {
+		return errors.New("batsim export: workload name is empty")
+	}
+	comps := make([][]batsimComponent, len(jobs))
+	for i := range jobs {
+		c, err := parseBatsimComponents(jobs[i].Components)
+		if err != nil {
+			return fmt.Errorf("batsim export: job %s: components %q: %w", jobs[i].ID, jobs[i].Components, err)
+		}
+		comps[i] = c
+	}
+	alloc, err := batsimAllocate(jobs, comps, platform)
+	if err != nil {
+		return fmt.Errorf("batsim export: %w", err)
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(BatsimColumns); err != nil {
+		return fmt.Errorf("batsim export: %w", err)
+	}
+	for i := range jobs {
+		if err := w.Write(batsimRow(&jobs[i], workload, alloc[i])); err != nil {
+			return fmt.Errorf("batsim export: job %s: %w", jobs[i].ID, err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return fmt.Errorf("batsim export: %w", err)
+	}
+	path := filepath.Join(dir, BatsimFile)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("batsim export: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// BatsimState returns the Batsim final state of a job (see
+// WriteBatsimCSVPlatform).
+func BatsimState(j *Job) string {
+	switch {
+	case j.Status == "completed":
+		return BatsimSuccess
+	case j.Start < 0:
+		return BatsimRejected
+	case j.End < 0:
+		return BatsimKilled
+	default:
+		return BatsimFailed
+	}
+}
+
+func batsimRow(j *Job, workload, alloc string) []string {
+	state := BatsimState(j)
+	success := "0"
+	if state == BatsimSuccess {
+		success = "1"
+	}
+	requested := "-1"
+	if j.Nominal > 0 {
+		requested = batsimNum(j.Nominal)
+	}
+	stretch := ""
+	if exec, resp := j.Exec(), j.Response(); exec > 0 && resp >= 0 {
+		stretch = batsimNum(resp / exec)
+	}
+	var meta []string
+	for _, kv := range [][2]string{{"request", j.Request}, {"components", j.Components}, {"reason", j.Reason}} {
+		if kv[1] != "" {
+			meta = append(meta, kv[0]+"="+kv[1])
+		}
+	}
+	return []string{
+		j.ID, workload, j.App, batsimTime(j.Submit),
+		strconv.Itoa(j.Size), requested, success, state,
+		batsimTime(j.Start), batsimTime(j.Exec()), batsimTime(j.End), batsimTime(j.Wait()),
+		batsimTime(j.Response()), stretch, "-1", alloc, strings.Join(meta, ";"),
+	}
+}
+
+// batsimTime formats a time or a duration; a negative one never happened.
+func batsimTime(v float64) string {
+	if v < 0 {
+		return ""
+	}
+	return batsimNum(v)
+}
+
+// batsimNum rounds to the microsecond (Batsim prints 6 decimals) and prints
+// the shortest form.
+func batsimNum(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+}
+
+type batsimComponent struct {
+	cluster string
+	nodes   int
+}
+
+func parseBatsimComponents(s string) ([]batsimComponent, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []batsimComponent
+	for _, part := range strings.Split(s, "+") {
+		name, n, ok := strings.Cut(part, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("component %q is not cluster:nodes", part)
+		}
+		k, err := strconv.Atoi(n)
+		if err != nil || k < 0 {
+			return nil, fmt.Errorf("component %q: node count is not a whole number", part)
+		}
+		out = append(out, batsimComponent{name, k})
+	}
+	return out, nil
+}
+
+// batsimAllocate numbers the nodes each started job held (see
+// WriteBatsimCSVPlatform) and returns each job's interval set.
+func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimCluster) ([]string, error) {
+	type ev struct {
+		t     float64
+		start bool
+		job   int
+	}
+	var evs []ev
+	for i := range jobs {
+		if jobs[i].Start < 0 || len(comps[i]) == 0 {
+			continue
+		}
+		evs = append(evs, ev{jobs[i].Start, true, i})
+		if jobs[i].End >= 0 {
+			evs = append(evs, ev{jobs[i].End, false, i})
+		}
+	}
+	sort.SliceStable(evs, func(a, b int) bool {
+		if evs[a].t != evs[b].t {
+			return evs[a].t < evs[b].t
+		}
+		return !evs[a].start && evs[b].start // ends first
+	})
+	// Replay per cluster with local numbers 0, 1, ...
+	used := map[string][]bool{}
+	local := make([]map[string][]int, len(jobs))
+	peak := map[string]int{}
+	for _, e := range evs {
+		if !e.start {
+			for c, ids := range local[e.job] {
+				for _, id := range ids {
+					used[c][id] = false
+				}
+			}
+			continue
+		}
+		local[e.job] = map[string][]int{}
+		for _, comp := range comps[e.job] {
+			u := used[comp.cluster]
+			var got []int
+			for id := 0; len(got) < comp.nodes; id++ {
+				if id == len(u) {
+					u = append(u, false)
+				}
+				if !u[id] {
+					u[id] = true
+					got = append(got, id)
+				}
+			}
+			used[comp.cluster] = u
+			local[e.job][comp.cluster] = append(local[e.job][comp.cluster], got...)
+			peak[comp.cluster] = max(peak[comp.cluster], len(u))
+		}
+	}
+	// Offsets of the clusters in the global numbering.
+	offset := map[string]int{}
+	if platform == nil {
+		names := make([]string, 0, len(peak))
+		for c := range peak {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		next := 0
+		for _, c := range names {
+			offset[c] = next
+			next += peak[c]
+		}
+	} else {
+		next := 0
+		for _, c := range platform {
+			offset[c.Name] = next
+			next += c.Nodes
+			if p := peak[c.Name]; p > c.Nodes {
+				return nil, fmt.Errorf("cluster %s: jobs held %d of its %d nodes at once", c.Name, p, c.Nodes)
+			}
+		}
+		for c := range peak {
+			if _, ok := offset[c]; !ok {
+				return nil, fmt.Errorf("cluster %s: named by a job, not in the platform", c)
+			}
+		}
+	}
+	out := make([]string, len(jobs))
+	for i, m := range local {
+		var ids []int
+		for c, l := range m {
+			for _, id := range l {
+				ids = append(ids, offset[c]+id)
+			}
+		}
+		out[i] = batsimIntervals(ids)
+	}
+	return out, nil
+}
+
+// batsimIntervals renders node numbers as Batsim's interval set: sorted,
+// runs as "a-b", single numbers alone, separated by spaces.
+func batsimIntervals(ids []int) string {
+	sort.Ints(ids)
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		} else {
+			parts = append(parts, strconv.Itoa(ids[i])+"-"+strconv.Itoa(ids[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, " ")
+}
