@@ -27,13 +27,18 @@ integration:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -tags integration -timeout 30m ./launch/docker/...
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -count=1 -tags integration -timeout 45m ./integration/...
 
-## nightly: the long emulations: DAS-3 co-allocation under wf, fcm and ca, and the cluster-count study
+## nightly: the long emulations, each with auto dilation and its fidelity verdict: DAS-3
+## co-allocation (SPEC section 7) for prime, poisson and wave under wf and fcm, wave under ca
+## and with Delft, the cluster-count study, and a report of them all (runs/report/report.html)
+NIGHTLY_APPS ?= prime poisson wave
 nightly: build
-	$(BIN) run scenarios/das3-coalloc.yaml --policy fcm --out $(OUT)/coalloc-fcm
-	$(BIN) run scenarios/das3-coalloc.yaml --policy wf  --out $(OUT)/coalloc-wf
-	$(BIN) run scenarios/das3-coalloc.yaml --policy ca  --out $(OUT)/coalloc-ca
-	$(BIN) run scenarios/das3-coalloc-delft.yaml --out $(OUT)/coalloc-delft-fcm
+	@for app in $(NIGHTLY_APPS); do for pol in wf fcm; do \
+	  $(BIN) run scenarios/das3-coalloc.yaml --app $$app --policy $$pol --out $(OUT)/coalloc-$$app-$$pol || exit 1; \
+	done; done
+	$(BIN) run scenarios/das3-coalloc.yaml --policy ca --out $(OUT)/coalloc-wave-ca
+	$(BIN) run scenarios/das3-coalloc-delft.yaml --out $(OUT)/coalloc-delft-wave-fcm
 	$(BIN) study cluster-count --out $(OUT)/cluster-count
+	$(BIN) report $(OUT)/coalloc-* $(OUT)/cluster-count --out $(OUT)/report
 
 ## study: the cluster-count study on the embedded backend
 study: build

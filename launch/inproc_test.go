@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -22,11 +23,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 		t.Skip("end-to-end run; skipped with -short")
 	}
 	before := runtime.NumGoroutine()
-	// Time scale 60 without dilation, whatever the scenario's (auto)
-	// dilation would choose on this host: about 2 s of wall time per
-	// scenario minute, and the co-allocations the assertions count on.
-	scale, dilation := 60.0, 1.0
-	plan := expandWith(t, scenarios.Overrides{TimeScale: &scale, Dilation: &dilation})(scenarios.LoadBuiltin("das3-smoke"))
+	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
 	res, dir := runInTemp(t, plan, 5*time.Minute)
 	if res.Summary.Jobs.Submitted != len(plan.Jobs) {
 		t.Fatalf("submitted %d of %d jobs", res.Summary.Jobs.Submitted, len(plan.Jobs))
@@ -46,7 +43,11 @@ func TestSmokeEndToEnd(t *testing.T) {
 		t.Fatal("no job completed")
 	}
 	if res.Summary.CoallocatedPct == 0 {
-		t.Error("the smoke scenario co-allocates at least one job; none was")
+		var ends []string
+		for _, j := range res.Jobs {
+			ends = append(ends, fmt.Sprintf("%s %s on %d clusters %q", j.ID, j.Status, j.Clusters, j.Reason))
+		}
+		t.Errorf("the smoke scenario co-allocates at least one job; none was: %s", strings.Join(ends, "; "))
 	}
 	if missing := wiring.MissingResults(dir, false); len(missing) > 0 {
 		t.Errorf("results directory lacks %v", missing)
@@ -79,17 +80,12 @@ func TestSmokeEndToEnd(t *testing.T) {
 // expand returns a function that expands a loaded scenario, failing the
 // test on any error.
 func expand(t *testing.T) func(*scenarios.Scenario, error) *scenarios.Plan {
-	return expandWith(t, scenarios.Overrides{})
-}
-
-// expandWith is expand with overrides.
-func expandWith(t *testing.T, o scenarios.Overrides) func(*scenarios.Scenario, error) *scenarios.Plan {
 	return func(s *scenarios.Scenario, err error) *scenarios.Plan {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := s.Expand(ScenarioEnv(), o)
+		plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{})
 		if err != nil {
 			t.Fatal(err)
 		}

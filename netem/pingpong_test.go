@@ -56,9 +56,10 @@ func TestVerdict(t *testing.T) {
 }
 
 func TestSummarizeCalibration(t *testing.T) {
-	ok := CalibrationRow{Src: "a", Dst: "a", Verdict: VerdictPass}
+	// A 500 µs target allows 50 µs of p99 release lateness.
+	ok := CalibrationRow{Src: "a", Dst: "a", Verdict: VerdictPass, Target: Link{Latency: 500 * time.Microsecond}}
 	ok.Lateness.P99 = 10 * time.Microsecond
-	floor := CalibrationRow{Src: "a", Dst: "b", Verdict: VerdictFloor}
+	floor := CalibrationRow{Src: "a", Dst: "b", Verdict: VerdictFloor, Target: Link{Latency: 500 * time.Microsecond}}
 	s := SummarizeCalibration([]CalibrationRow{ok, floor})
 	if s.Failed || s.Pass != 1 || s.Floor != 1 {
 		t.Fatalf("good run: %+v", s)
@@ -67,6 +68,19 @@ func TestSummarizeCalibration(t *testing.T) {
 	late.Lateness.P99 = 80 * time.Microsecond
 	if s := SummarizeCalibration([]CalibrationRow{ok, late}); !s.Failed || !strings.Contains(s.Reason, "lateness") {
 		t.Fatalf("late run: %+v", s)
+	}
+	// The limit is relative: 10 µs is too late for a 30 µs link, 60 µs is
+	// fine for a 1 ms one.
+	short := ok
+	short.Target.Latency = 30 * time.Microsecond
+	if s := SummarizeCalibration([]CalibrationRow{short}); !s.Failed || !strings.Contains(s.Reason, "10% of its 30µs") {
+		t.Fatalf("short link: %+v", s)
+	}
+	long := ok
+	long.Target.Latency = time.Millisecond
+	long.Lateness.P99 = 60 * time.Microsecond
+	if s := SummarizeCalibration([]CalibrationRow{long}); s.Failed {
+		t.Fatalf("long link: %+v", s)
 	}
 	dropped := ok
 	dropped.Drops = 10
@@ -235,7 +249,7 @@ func TestQuietest(t *testing.T) {
 func TestBestOf(t *testing.T) {
 	us := time.Microsecond
 	row := func(v string, late time.Duration, latErr float64) CalibrationRow {
-		return CalibrationRow{Verdict: v, Lateness: ptimer.Stats{P99: late}, LatErr: latErr}
+		return CalibrationRow{Verdict: v, Lateness: ptimer.Stats{P99: late}, LatErr: latErr, Target: Link{Latency: 500 * us}}
 	}
 	run := func(rows ...CalibrationRow) CalibrationRow {
 		got, err := BestOf(len(rows), func(try int) (CalibrationRow, error) { return rows[try-1], nil })

@@ -195,7 +195,7 @@ func Write(outDir string, inputs []string, opts Options) error {
 		if err != nil {
 			return err
 		}
-		if pg.Exec, err = save(f, "Mean execution time of the completed jobs, by the number of clusters they spanned; "+
+		if pg.Exec, err = save(f, "Mean execution time of the completed jobs (of every size), by the number of clusters they spanned; "+
 			"colour: application, dash and marker: interconnect (a run's scenario and the range of its inter-cluster link bandwidths, "+
 			"or the study's interconnect)."); err != nil {
 			return err

@@ -342,3 +342,31 @@ func TestLogTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestStudyForms reads study.json as study cluster-count --out writes it
+// (a list of rows) and as --json prints it (an object with rows).
+func TestStudyForms(t *testing.T) {
+	for name, body := range map[string]string{
+		"list":   `[{"interconnect":"gbe","app":"wave","clusters":["delft","vrije"],"exec_s":900,"wall_s":1,"status":"completed"}]`,
+		"object": `{"study":"cluster-count","backend":"inproc","rows":[{"interconnect":"gbe","app":"wave","clusters":["delft","vrije"],"exec_s":900,"wall_s":1,"status":"completed"}]}`,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, StudyJSON), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := readStudy(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(s.Rows) != 1 || s.Rows[0].App != "wave" || len(s.Rows[0].Clusters) != 2 || s.Rows[0].ExecS != 900 {
+			t.Errorf("%s: rows %+v", name, s.Rows)
+		}
+		out := t.TempDir()
+		if err := Write(out, []string{dir}, Options{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "exec-clusters.png")); err != nil {
+			t.Errorf("%s: no execution figure: %v", name, err)
+		}
+	}
+}

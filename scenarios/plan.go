@@ -213,6 +213,9 @@ type Overrides struct {
 	// scenario: a time scale on the command line wins.
 	TimeScale *float64
 	Placement *string
+	// Application replaces workload.application: the application of the
+	// generated arrivals (explicit jobs keep their own).
+	Application *string
 	// Dilation replaces the scenario's dilation with a factor (>= 1), and
 	// DilationAuto with auto; giving both is an error. The Dilation type's
 	// Set method (a flag.Value) and ParseDilation read "auto" or a number
@@ -280,6 +283,9 @@ func (s *Scenario) apply(o Overrides) (*Scenario, Errors) {
 	}
 	if o.Placement != nil {
 		c.Policy.Placement = *o.Placement
+	}
+	if o.Application != nil {
+		c.Workload.Application = *o.Application
 	}
 	return &c, errs
 }

@@ -77,6 +77,7 @@ func newCalibrateCmd(a *app) *cobra.Command {
 		backendName string
 		shaper      string
 		asJSON      bool
+		dilation    dilationValue
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate SCENARIO",
@@ -93,24 +94,29 @@ is 1 when a pair fails. See docs/shaping.md.` + a.backendsSection(),
 		ValidArgsFunction: completeScenario(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := &calibration{Scenario: args[0], Backend: backendName}
-			return finishJSON(a, asJSON, out, calibrate(cmd.Context(), a, out, shaper, asJSON))
+			var ov scenarios.Overrides
+			if cmd.Flags().Changed("dilation") {
+				dilation.d.Override(&ov)
+			}
+			return finishJSON(a, asJSON, out, calibrate(cmd.Context(), a, out, shaper, ov, asJSON))
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&backendName, "backend", defaultBackend, "where the links are shaped: "+a.backendHelp())
 	fs.StringVar(&shaper, "shaper", "auto", "shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
+	fs.Var(&dilation, "dilation", "replace the scenario's dilation: a number >= 1, or auto, the one a run would choose on this machine now (default: the scenario's)")
 	addJSONFlag(cmd, &asJSON, "the rows, summary and machine probe")
 	return cmd
 }
 
 // calibrate measures the links of the scenario out names on out's backend,
 // fills out, and prints the table to stdout unless asJSON.
-func calibrate(ctx context.Context, a *app, out *calibration, shaper string, asJSON bool) error {
+func calibrate(ctx context.Context, a *app, out *calibration, shaper string, ov scenarios.Overrides, asJSON bool) error {
 	b, err := a.lookupBackend(out.Backend)
 	if err != nil {
 		return err
 	}
-	plan, err := loadPlan(out.Scenario, scenarios.Overrides{})
+	plan, err := loadPlan(out.Scenario, ov)
 	if err != nil {
 		return err
 	}
@@ -126,11 +132,16 @@ func calibrate(ctx context.Context, a *app, out *calibration, shaper string, asJ
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 30))
 	// Every backend measures the links as a run shapes them: dilated by the
 	// scenario's dilation (latency x d, bandwidth / d; see netem.Link.Dilate).
-	if plan.Dilation > 1 {
-		fmt.Fprintf(a.stderr, "dilation %g: targets are the scenario's links dilated (latency x %g, bandwidth / %g)\n", plan.Dilation, plan.Dilation, plan.Dilation)
-	}
+	// A scenario with `dilation: auto` is calibrated at the dilation a run
+	// of it would choose on this machine now.
 	if plan.DilationAuto {
-		fmt.Fprintln(a.stderr, "dilation auto: calibrating the undilated links (a run chooses its dilation when it starts)")
+		if _, err := launch.Prepare(ctx, b.Name(), plan, launch.Options{Progress: a.stderr}); err != nil {
+			return err
+		}
+	}
+	if plan.Dilation > 1 {
+		fmt.Fprintf(a.stderr, "dilation %g: targets are the scenario's links dilated (latency x %g, bandwidth / %g); a pair may be p99 %.0f%% of its latency late\n",
+			plan.Dilation, plan.Dilation, plan.Dilation, 100*netem.LatenessShare)
 	}
 	cal, err := b.Calibrate(ctx, launch.CalibrateRequest{Links: plan.Links, Dilation: plan.Dilation, Shaper: shaper, Progress: a.stderr})
 	if err != nil {
@@ -142,7 +153,7 @@ func calibrate(ctx context.Context, a *app, out *calibration, shaper string, asJ
 	rows, sum := cal.Rows, cal.Summary
 	machine := ""
 	if w := worstStalls(stalls); len(stalls) > 0 {
-		machine = fmt.Sprintf("this machine alone gives a releaser that never sleeps p99 release lateness %v on its worst CPU (gate %v)", w.Round(time.Microsecond), netem.MaxReleaseLateness)
+		machine = fmt.Sprintf("this machine alone gives a releaser that never sleeps p99 release lateness %v on its worst CPU (quiet-machine reference %v; each pair is judged against %.0f%% of its dilated latency)", w.Round(time.Microsecond), netem.MaxReleaseLateness, 100*netem.LatenessShare)
 	}
 	out.Shaper, out.Rows, out.Summary, out.Machine = cal.Mechanism, rows, sum, stalls
 	if !asJSON {

@@ -22,6 +22,7 @@ type overrideFlags struct {
 	timeScale    float64
 	dilation     dilationValue
 	policy       string
+	application  string
 	mallPolicy   string
 	approach     string
 	mallFraction float64
@@ -33,6 +34,7 @@ func (o *overrideFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.timeScale, "time-scale", 0, "replace the scenario's time scale K: the run is K times shorter (default: the scenario's)")
 	fs.Var(&o.dilation, "dilation", "replace the scenario's time dilation: a number >= 1 (latency x d, bandwidth / d, compute x d) or auto, the smallest the host carries (default: the scenario's)")
 	fs.StringVar(&o.policy, "policy", "", "replace the placement policy: "+names(env.Policies)+" (default: the scenario's)")
+	fs.StringVar(&o.application, "app", "", "replace the application of the generated arrivals: "+names(env.Apps)+" (default: the scenario's)")
 	fs.StringVar(&o.mallPolicy, "malleability-policy", "", "replace the malleability policy: "+names(env.MalleabilityPolicies)+" (default: the scenario's; needs policy.malleability)")
 	fs.StringVar(&o.approach, "approach", "", "replace the job-management approach of malleability: "+names(env.Approaches)+" (default: the scenario's; needs policy.malleability)")
 	fs.Float64Var(&o.mallFraction, "malleable-fraction", 0, "replace the share of malleable jobs: 1 is W_m, 0.5 W_mr (default: the scenario's)")
@@ -52,6 +54,9 @@ func (o *overrideFlags) overrides(fs *pflag.FlagSet) scenarios.Overrides {
 	}
 	if fs.Changed("policy") {
 		ov.Placement = &o.policy
+	}
+	if fs.Changed("app") {
+		ov.Application = &o.application
 	}
 	if fs.Changed("malleability-policy") {
 		ov.MalleabilityPolicy = &o.mallPolicy

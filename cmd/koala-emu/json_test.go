@@ -130,8 +130,8 @@ func TestCalibrateJSON(t *testing.T) {
 	ta.probe = func(context.Context, io.Writer) []ptimer.Stalls {
 		return []ptimer.Stalls{{CPU: 0, P99: 30 * time.Microsecond}}
 	}
-	ta.exec("calibrate", "das3-smoke", "--backend", "fake", "--shaper", "htb", "--json")
-	if len(ta.calibrates) != 1 || ta.calibrates[0].Shaper != "htb" || ta.calibrates[0].Progress == nil {
+	ta.exec("calibrate", "das3-smoke", "--backend", "fake", "--shaper", "htb", "--dilation", "3", "--json")
+	if len(ta.calibrates) != 1 || ta.calibrates[0].Shaper != "htb" || ta.calibrates[0].Progress == nil || ta.calibrates[0].Dilation != 3 {
 		t.Fatalf("calibrations %+v, want one with shaper htb and progress", ta.calibrates)
 	}
 	var got calibration
@@ -146,7 +146,17 @@ func TestCalibrateJSON(t *testing.T) {
 func TestStudyJSON(t *testing.T) {
 	ta := newTestApp()
 	ta.result = &launch.Result{Jobs: []results.Job{{Status: "completed"}}}
-	code := ta.exec("study", "cluster-count", "--backend", "fake", "--apps", "wave", "--interconnect", "gbe", "--size", "8", "--json")
+	// By default the first k clusters of the set: 4 runs, each with auto
+	// dilation and a wall budget.
+	if code := ta.exec("study", "cluster-count", "--backend", "fake", "--apps", "wave", "--interconnect", "gbe", "--size", "8", "--json"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, ta.errOut.String())
+	}
+	if len(ta.runs) != 4 || !ta.runs[0].Plan.DilationAuto || ta.runs[0].Plan.WallBudget != 40*time.Second {
+		t.Fatalf("%d runs, first plan %+v", len(ta.runs), ta.runs[0].Plan)
+	}
+	ta = newTestApp()
+	ta.result = &launch.Result{Jobs: []results.Job{{Status: "completed"}}}
+	code := ta.exec("study", "cluster-count", "--backend", "fake", "--apps", "wave", "--interconnect", "gbe", "--size", "8", "--all-combinations", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, ta.errOut.String())
 	}

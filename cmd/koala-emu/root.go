@@ -43,6 +43,7 @@ SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scena
 		newCleanCmd(a),
 		newScenariosCmd(a),
 		newHostCmd(a),
+		newReportCmd(a),
 		newNodeCmd(a),
 	)
 	for _, c := range allCommands(root) {

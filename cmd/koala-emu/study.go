@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +79,12 @@ type StudyRow struct {
 	WallS        float64  `json:"wall_s"`
 	Status       string   `json:"status"`
 	Reason       string   `json:"reason,omitempty"`
+	// Dilation and TimeScale the run used, and its fidelity verdict with
+	// the reasons for a degraded one.
+	Dilation  float64  `json:"dilation"`
+	TimeScale float64  `json:"time_scale"`
+	Verdict   string   `json:"fidelity"`
+	Why       []string `json:"fidelity_reasons,omitempty"`
 }
 
 // studyOutput is study cluster-count --json.
@@ -119,10 +126,14 @@ func newClusterCountCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster-count",
 		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
-		Long: `Run one job of --size nodes, split evenly over every combination of 1 to 4
-clusters, per application: over Myri-10G (DAS-3 without Delft) and over GbE
-(the combinations containing Delft). The table of mean execution times goes to
-stdout, one line per run to stderr; --out writes study.json.` + a.backendsSection(),
+		Long: `Run one job of --size nodes, split evenly over 1 to 4 clusters, per application:
+over Myri-10G (DAS-3 without Delft: Vrije, then Amsterdam, MultimediaN and Leiden)
+and over GbE (Delft, then Vrije, Amsterdam and MultimediaN, so every job crosses a
+GbE link). By default k clusters are the first k of that order, as the paper's
+runs were (--all-combinations runs every combination). Each run chooses its
+dilation (auto unless --dilation says otherwise) and the time scale that fits
+--cell-wall, and reports its fidelity verdict. The table of mean execution times
+and verdicts goes to stdout, one line per run to stderr; --out writes study.json.` + a.backendsSection(),
 		Example: `  koala-emu study cluster-count --apps wave --interconnect myri10g
   koala-emu study cluster-count --backend netns --out runs/cluster-count`,
 		Args: exactArgs(0),
@@ -137,6 +148,8 @@ stdout, one line per run to stderr; --out writes study.json.` + a.backendsSectio
 	fs.IntVar(&f.size, "size", 32, "job size in nodes, split evenly over the clusters")
 	fs.StringVar(&f.scenario, "scenario", "cluster-count", "scenario giving the platform (its workload is replaced)")
 	fs.StringVar(&f.out, "out", "", "write study.json to this directory (default: none)")
+	fs.BoolVar(&f.all, "all-combinations", false, "run every combination of k clusters, not only the first k")
+	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run may take: its time scale follows from it and its dilation (--time-scale overrides)")
 	f.register(fs, a)
 	addJSONFlag(cmd, &f.asJSON, "the rows")
 	f.o.register(fs)
@@ -150,6 +163,8 @@ type studyFlags struct {
 	ic       string
 	size     int
 	scenario string
+	all      bool
+	cellWall time.Duration
 }
 
 // clusterCount runs the study, appending each run's row to out.Rows, and
@@ -173,19 +188,29 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 		return err
 	}
 	ov := f.o.overrides(cmd.Flags())
-	opts := launch.Options{RequireFaithful: f.requireFaithful}
+	if !cmd.Flags().Changed("dilation") {
+		ov.Dilation, ov.DilationAuto = nil, true
+	}
+	if ov.TimeScale == nil && f.cellWall > 0 {
+		base.TimeScale, base.WallBudget = nil, &scenarios.WallBudget{Seconds: f.cellWall.Seconds()}
+	}
+	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard}
 	appList := strings.Split(f.apps, ",")
 	for _, name := range ics {
 		cs := clusterSets[name]
 		for _, app := range appList {
 			for k := 1; k <= len(cs.clusters); k++ {
-				for _, combo := range combinations(cs.clusters, k, cs.must) {
+				combos := combinations(cs.clusters, k, cs.must)
+				if !f.all {
+					combos = [][]string{cs.clusters[:k]}
+				}
+				for _, combo := range combos {
 					row, err := studyRun(cmd.Context(), b, opts, base, ov, name, app, combo, f.size)
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s) %s %s\n", name, app,
-						strings.Join(combo, "+"), row.ExecS, row.WallS, row.Status, row.Reason)
+					fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s, dilation %g, time scale %g) %s %s %s %s\n", name, app,
+						strings.Join(combo, "+"), row.ExecS, row.WallS, row.Dilation, row.TimeScale, row.Status, row.Reason, row.Verdict, strings.Join(row.Why, "; "))
 					out.Rows = append(out.Rows, row)
 				}
 			}
@@ -243,7 +268,11 @@ func studyRun(ctx context.Context, b launch.Backend, opts launch.Options, base *
 	if err != nil {
 		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
 	}
-	row := StudyRow{Interconnect: ic, App: app, Clusters: combo, WallS: res.Summary.WallS}
+	row := StudyRow{Interconnect: ic, App: app, Clusters: combo, WallS: res.Summary.WallS,
+		Dilation: res.Summary.Dilation, TimeScale: res.Summary.TimeScale}
+	if fr := res.Summary.Fidelity; fr != nil {
+		row.Verdict, row.Why = fr.Verdict, fr.Reasons
+	}
 	if len(res.Jobs) == 1 {
 		j := res.Jobs[0]
 		row.ExecS, row.Status, row.Reason = j.Exec(), j.Status, j.Reason
@@ -253,24 +282,38 @@ func studyRun(ctx context.Context, b launch.Backend, opts launch.Options, base *
 
 func printStudy(w io.Writer, rows []StudyRow, ics, appList []string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "interconnect\tapplication\t1 cluster\t2 clusters\t3 clusters\t4 clusters\t")
+	fmt.Fprintln(tw, "interconnect\tapplication\t1 cluster\t2 clusters\t3 clusters\t4 clusters\t4 / 1\t")
 	for _, ic := range ics {
 		for _, app := range appList {
 			fmt.Fprintf(tw, "%s\t%s\t", ic, app)
+			var mean [5]float64
 			for k := 1; k <= 4; k++ {
 				var sum float64
-				n := 0
+				n, degraded := 0, 0
 				for _, r := range rows {
 					if r.Interconnect == ic && r.App == app && len(r.Clusters) == k && r.Status == "completed" {
 						sum += r.ExecS
 						n++
+						if r.Verdict != "faithful" {
+							degraded++
+						}
 					}
 				}
 				if n == 0 {
 					fmt.Fprint(tw, "-\t")
-				} else {
-					fmt.Fprintf(tw, "%.1f s (n=%d)\t", sum/float64(n), n)
+					continue
 				}
+				mean[k] = sum / float64(n)
+				verdict := "faithful"
+				if degraded > 0 {
+					verdict = fmt.Sprintf("%d degraded", degraded)
+				}
+				fmt.Fprintf(tw, "%.1f s (n=%d, %s)\t", mean[k], n, verdict)
+			}
+			if mean[1] > 0 && mean[4] > 0 {
+				fmt.Fprintf(tw, "%.2f\t", mean[4]/mean[1])
+			} else {
+				fmt.Fprint(tw, "-\t")
 			}
 			fmt.Fprintln(tw)
 		}
