@@ -2,7 +2,6 @@ package fidelity
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -31,6 +30,9 @@ type Demand struct {
 	MsgsPerSec  float64       `json:"msgs_per_s"`
 	BytesPerSec float64       `json:"bytes_per_s"`
 	MinLatency  time.Duration `json:"min_latency_ns"`
+	// Burst is the most messages one job sends at one instant (a lock-step
+	// exchange): they are handled one after the other by the host.
+	Burst float64 `json:"burst_msgs"`
 	// Why says where the figures come from (application, sizes, concurrency).
 	Why string `json:"why,omitempty"`
 }
@@ -40,9 +42,12 @@ type Choice struct {
 	Dilation float64 `json:"dilation"`
 	Auto     bool    `json:"auto"`
 	// The smallest dilation each constraint allows.
-	ByMsgs   float64  `json:"by_msgs"`
-	ByBytes  float64  `json:"by_bytes"`
-	ByFloor  float64  `json:"by_floor"`
+	ByMsgs  float64 `json:"by_msgs"`
+	ByBytes float64 `json:"by_bytes"`
+	ByFloor float64 `json:"by_floor"`
+	ByBurst float64 `json:"by_burst"`
+	// Capped: the demand needs more than MaxAuto.
+	Capped   bool     `json:"capped,omitempty"`
 	Reason   string   `json:"reason"`
 	Demand   Demand   `json:"demand"`
 	Capacity Capacity `json:"capacity"`
@@ -55,6 +60,15 @@ const (
 	// FloorShare: the machine's lateness floor must stay under this share
 	// of the smallest (dilated) one-way latency.
 	FloorShare = 0.05
+	// BurstShare: the floor plus the time the host takes to handle a job's
+	// burst of messages (Burst / MsgsPerSec) must stay under this share of
+	// the smallest (dilated) one-way latency: the monitor's link limit.
+	BurstShare = 0.10
+	// MaxAuto is the largest dilation auto chooses: beyond it a run of the
+	// built-in scenarios would keep too few iterations in a reasonable wall
+	// time. A demand that needs more is run at MaxAuto and said to be
+	// degraded before it starts.
+	MaxAuto = 200.0
 )
 
 // ladder are the dilations Choose picks from: a dilation is rounded up to
@@ -72,13 +86,18 @@ func Choose(c Capacity, d Demand) Choice {
 	if c.BytesPerSec > 0 {
 		ch.ByBytes = d.BytesPerSec / (Headroom * c.BytesPerSec)
 	}
+	ch.ByBurst = 1
 	if d.MinLatency > 0 {
 		ch.ByFloor = float64(c.Floor) / (FloorShare * float64(d.MinLatency))
+		if c.MsgsPerSec > 0 && d.Burst > 0 {
+			burst := float64(c.Floor) + d.Burst/c.MsgsPerSec*1e9
+			ch.ByBurst = burst / (BurstShare * float64(d.MinLatency))
+		}
 	}
-	need := math.Max(1, math.Max(ch.ByMsgs, math.Max(ch.ByBytes, ch.ByFloor)))
-	ch.Dilation = ladder[len(ladder)-1]
+	need := max(1, ch.ByMsgs, ch.ByBytes, ch.ByFloor, ch.ByBurst)
+	ch.Dilation = MaxAuto
 	for _, v := range ladder {
-		if v >= need-1e-9 {
+		if v >= need-1e-9 && v <= MaxAuto {
 			ch.Dilation = v
 			break
 		}
@@ -92,13 +111,33 @@ func Choose(c Capacity, d Demand) Choice {
 	add("message rate", ch.ByMsgs, fmt.Sprintf("%.0f/s asked, %.0f/s carried", d.MsgsPerSec, c.MsgsPerSec))
 	add("byte rate", ch.ByBytes, fmt.Sprintf("%.0f MB/s asked, %.0f MB/s carried", d.BytesPerSec/1e6, c.BytesPerSec/1e6))
 	add("lateness floor", ch.ByFloor, fmt.Sprintf("%s floor against %s latency", c.Floor, d.MinLatency))
+	add("message burst", ch.ByBurst, fmt.Sprintf("%.0f messages at once take %s against %s latency", d.Burst,
+		time.Duration(d.Burst/max(c.MsgsPerSec, 1)*1e9).Round(time.Microsecond), d.MinLatency))
 	if len(why) == 0 {
 		ch.Reason = "the host carries the demand in real time"
 	} else {
 		ch.Reason = strings.Join(why, "; ")
 	}
-	if ch.Dilation >= ladder[len(ladder)-1] && need > ch.Dilation {
-		ch.Reason += fmt.Sprintf(" (capped at %g: the run will be degraded)", ch.Dilation)
+	if need > ch.Dilation {
+		ch.Capped = true
+		latency := max(ch.ByFloor, ch.ByBurst)
+		if latency > ch.Dilation && latency >= max(ch.ByMsgs, ch.ByBytes) {
+			ch.Reason += fmt.Sprintf(" (capped at %g: expect the links shorter than %s to be reported degraded)",
+				ch.Dilation, time.Duration(float64(d.MinLatency)*latency/ch.Dilation).Round(time.Microsecond))
+		} else {
+			ch.Reason += fmt.Sprintf(" (capped at %g: expect a degraded run)", ch.Dilation)
+		}
 	}
 	return ch
+}
+
+// Floor returns the largest dilation of the ladder at most d (1 at least).
+func Floor(d float64) float64 {
+	out := 1.0
+	for _, v := range ladder {
+		if v <= d+1e-9 {
+			out = v
+		}
+	}
+	return out
 }

@@ -159,7 +159,13 @@ func TestChoose(t *testing.T) {
 		{"bytes", Demand{MsgsPerSec: 1, BytesPerSec: 9e9, MinLatency: time.Second}, 20, "byte rate"},              // 18 -> 20
 		{"floor", Demand{MsgsPerSec: 1, BytesPerSec: 1, MinLatency: 30 * time.Microsecond}, 15, "lateness floor"}, // 13.3 -> 15
 		{"exact rung", Demand{MsgsPerSec: 150e3, MinLatency: time.Second}, 3, "message rate"},
-		{"beyond the ladder", Demand{MsgsPerSec: 1e12, MinLatency: time.Second}, 1000, "capped"},
+		{"beyond the cap", Demand{MsgsPerSec: 1e12, MinLatency: time.Second}, MaxAuto, "expect a degraded run"},
+		// 62 messages at 100,000/s take 620 µs, plus the 20 µs floor, against
+		// 10 % of 1 ms: 6.4 -> 8.
+		{"burst", Demand{MsgsPerSec: 1, MinLatency: time.Millisecond, Burst: 62}, 8, "message burst"},
+		// Against 30 µs the same burst needs 213: capped, and the links
+		// under 30 µs x 213 / 200 are named.
+		{"burst beyond the cap", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, MaxAuto, "shorter than 32µs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

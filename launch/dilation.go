@@ -50,6 +50,18 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 	if plan.WallBudget > 0 {
 		var note string
 		k, note = TimeScaleFor(plan, choice.Dilation)
+		if note != "" && plan.DilationAuto {
+			// The budget wins over the chosen dilation: the largest
+			// dilation that fits the budget at the fewest iterations
+			// allowed, and the run will say whether it kept up.
+			if d := fitBudget(plan, k); d < choice.Dilation {
+				note = fmt.Sprintf("dilation lowered from %g to %g to fit the budget with at least %d iterations per job; expect a degraded run",
+					choice.Dilation, d, MinIterations)
+				choice.Dilation = d
+				choice.Reason += "; " + note
+				k, _ = TimeScaleFor(plan, d)
+			}
+		}
 		if note != "" {
 			fmt.Fprintf(opts.Progress, "wall budget %s: %s\n", plan.WallBudget, note)
 		}
@@ -81,6 +93,7 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 		msgs, bytes float64
 	}
 	var edges []edge
+	var burst float64
 	for _, j := range plan.Jobs {
 		app, err := apps.Lookup(j.App)
 		if err != nil {
@@ -91,6 +104,7 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 			continue
 		}
 		m, b := t.Rates()
+		burst = max(burst, t.Burst)
 		d, err := apps.NominalArgs(app, j.Size, j.Args)
 		if err != nil || d <= 0 {
 			continue
@@ -119,6 +133,7 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 		peakNodes = max(peakNodes, min(nodes, total))
 	}
 	d.MinLatency = minLatency(plan)
+	d.Burst = burst
 	d.Why = fmt.Sprintf("%d jobs, at most %d nodes busy at once", len(plan.Jobs), peakNodes)
 	return d
 }
@@ -147,13 +162,45 @@ func span(plan *scenarios.Plan) time.Duration {
 	var longest time.Duration
 	for _, j := range plan.Jobs {
 		end = max(end, j.Submit)
-		if app, err := apps.Lookup(j.App); err == nil {
-			if d, err := apps.NominalArgs(app, j.Size, j.Args); err == nil {
-				longest = max(longest, d)
+		longest = max(longest, expected(plan, j))
+	}
+	return end + longest
+}
+
+// expected is a job's expected execution time: its single-cluster time,
+// or, for a fixed request over several clusters, its iterations at the
+// pace of the slowest link between them (apps.Traffic.On).
+func expected(plan *scenarios.Plan, j scenarios.Job) time.Duration {
+	app, err := apps.Lookup(j.App)
+	if err != nil {
+		return 0
+	}
+	d, err := apps.NominalArgs(app, j.Size, j.Args)
+	if err != nil {
+		return 0
+	}
+	if len(j.Components) < 2 || j.Components[0].Cluster == "" {
+		return d
+	}
+	var lat time.Duration
+	bw := 0.0
+	for _, a := range j.Components {
+		for _, b := range j.Components {
+			l, err := plan.Links.Link(a.Cluster, b.Cluster)
+			if err != nil || l.Unavailable {
+				continue
+			}
+			lat = max(lat, l.Latency)
+			if l.Bandwidth > 0 && (bw == 0 || l.Bandwidth < bw) {
+				bw = l.Bandwidth
 			}
 		}
 	}
-	return end + longest
+	t, err := apps.TrafficOf(app, j.Size, j.Args)
+	if err != nil || t.Iterations <= 0 || t.Iteration <= 0 {
+		return d
+	}
+	return max(d, time.Duration(t.Iterations*float64(t.On(lat, bw))))
 }
 
 // EstimatedWall is the wall time plan is expected to take at its dilation
@@ -164,6 +211,13 @@ func EstimatedWall(plan *scenarios.Plan) time.Duration {
 		k = 1
 	}
 	return time.Duration(float64(span(plan)) * plan.Dilation / k)
+}
+
+// fitBudget is the largest dilation on the ladder at which plan fits its
+// wall budget at time scale k (at least 1).
+func fitBudget(plan *scenarios.Plan, k float64) float64 {
+	d := plan.WallBudget.Seconds() * k / span(plan).Seconds()
+	return fidelity.Floor(d)
 }
 
 // TimeScaleFor derives the time scale that fits plan's wall budget at

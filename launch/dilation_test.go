@@ -1,11 +1,14 @@
 package launch
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/fidelity/hostprobe"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/nodes/apps"
 	"github.com/koala-emu/koala-emu/scenarios"
@@ -89,3 +92,38 @@ func TestTimeScaleFor(t *testing.T) {
 
 // waveNominal is wave's nominal time on 32 nodes.
 func waveNominal() time.Duration { return apps.Wave{}.Nominal(32) }
+
+// With auto and a wall budget that cannot be met at the chosen dilation, the
+// budget wins: the dilation is lowered, the time scale keeps MinIterations,
+// and the reason says the run will be degraded.
+func TestBudgetLowersAutoDilation(t *testing.T) {
+	p := demandPlan(scenarios.Job{App: "wave", Size: 32})
+	p.Duration = 0
+	// Wave's 200 s at dilation 200 in 2 s needs time scale 20,000, which
+	// would leave it fewer than 100 of its 964,912 steps.
+	p.WallBudget = 2 * time.Second
+	p.DilationAuto = true
+	t.Setenv("KOALA_EMU_CACHE", t.TempDir())
+	writeCapacity(t, 50e3, 1e9, 30*time.Microsecond)
+	opts, err := Prepare(context.Background(), "inproc", p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kmax := 964912.0 / MinIterations
+	if p.TimeScale > kmax || p.Dilation >= fidelity.MaxAuto || !strings.Contains(opts.Dilation.Reason, "lowered") {
+		t.Fatalf("time scale %g dilation %g: %s", p.TimeScale, p.Dilation, opts.Dilation.Reason)
+	}
+	if wall := EstimatedWall(p); wall > 2*time.Second+20*time.Millisecond {
+		t.Fatalf("estimated wall %s over the budget", wall)
+	}
+}
+
+// writeCapacity keeps figures for this machine, as a probe would.
+func writeCapacity(t *testing.T, msgs, bytes float64, floor time.Duration) {
+	t.Helper()
+	c := fidelity.Capacity{Backend: "inproc", Machine: hostprobe.MachineID(), MsgsPerSec: msgs, BytesPerSec: bytes,
+		Floor: floor, Measured: time.Now(), Probe: hostprobe.Version}
+	if err := hostprobe.Save(c); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,7 +19,7 @@ import (
 // data byte for byte), and the data of every resize crossed the network.
 func TestMalleableEndToEnd(t *testing.T) {
 	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "malleable-e2e.yaml")))
-	res, dir := runInTemp(t, plan, 2*time.Minute)
+	res, dir := runInTemp(t, plan, Options{}, 2*time.Minute)
 	for _, j := range res.Jobs {
 		if j.Status != "completed" {
 			t.Errorf("job %s (%s): %s %s", j.ID, j.App, j.Status, j.Reason)

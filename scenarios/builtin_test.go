@@ -157,9 +157,13 @@ func TestSmokeScenario(t *testing.T) {
 	if !fixed2 || !big {
 		t.Errorf("want a fixed 2-component job (%v) and a flexible job that must span clusters (%v)", fixed2, big)
 	}
-	// Scenario end (at nominal single-cluster times) in wall seconds.
-	if wall := end.Seconds() / p.TimeScale; wall > 30 {
-		t.Errorf("smoke run needs about %.0f s of wall time", wall)
+	// A smoke run keeps to a short wall budget (the time scale follows
+	// from it and the dilation, every job keeping 100 iterations).
+	if p.WallBudget <= 0 || p.WallBudget > 90*time.Second || !p.DilationAuto {
+		t.Errorf("wall budget %v, dilation auto %v", p.WallBudget, p.DilationAuto)
+	}
+	if end > 20*time.Minute {
+		t.Errorf("smoke run spans %v of scenario time", end)
 	}
 }
 

@@ -10,8 +10,10 @@
 // image pull, which is not possible here, so the package disables it (see
 // DisableReaper) and cleans up itself: every container and network of a run
 // carries the label koala-emu.run=<run id>, Run.Close removes them by that
-// label, and Clean removes whatever any crashed run left behind (the
-// `koala-emu clean` command).
+// label, ListRuns lists every run on the daemon (with its labels: the
+// owner of the run, see launch/owner) and CleanRun removes one run: the
+// `koala-emu clean` command (launch.Clean) removes those whose owner is
+// gone.
 //
 // Typical use, with Ctrl-C handled:
 //

@@ -406,8 +406,8 @@ func TestDaemonUnreachable(t *testing.T) {
 		if !errors.Is(err, ErrDaemon) {
 			t.Fatalf("BuildImage without Docker: %v", err)
 		}
-		if _, err := Clean(ctx); !errors.Is(err, ErrDaemon) {
-			t.Fatalf("Clean without Docker: %v", err)
+		if _, err := ListRuns(ctx); !errors.Is(err, ErrDaemon) {
+			t.Fatalf("ListRuns without Docker: %v", err)
 		}
 		fmt.Println("child error:", err)
 		return

@@ -11,7 +11,7 @@ import (
 // Labels carried by everything this package creates.
 const (
 	// LabelRun is on every container and network of a run; its value is
-	// the run ID. Clean removes everything that has it.
+	// the run ID. CleanRun removes everything that has it.
 	LabelRun = "koala-emu.run"
 	// LabelRole is the container's role (scheduler, kis, cluster, node,
 	// runner).

@@ -597,22 +597,13 @@ func (r *Run) cancelStarts() bool {
 	return true
 }
 
-// Clean removes every container and network labelled koala-emu.run, of any
-// run, and returns how many it removed: the `koala-emu clean` command.
-// Images are kept (RemoveImage removes one).
-func Clean(ctx context.Context) (removed int, err error) {
-	return clean(ctx, "")
-}
-
-// CleanRun removes the containers and network of one run.
+// CleanRun removes the containers and network of one run and returns how
+// many it removed. `koala-emu clean` (launch.Clean) decides which runs:
+// those whose owner (launch/owner labels) is gone, or those it is told to.
 func CleanRun(ctx context.Context, runID string) (removed int, err error) {
-	if err := checkRunID(runID); err != nil {
+	if err := checkRunID(runID); err != nil { // never "": that would select every run
 		return 0, err
 	}
-	return clean(ctx, runID)
-}
-
-func clean(ctx context.Context, runID string) (int, error) {
 	p, err := connect(ctx, nil)
 	if err != nil {
 		return 0, err

@@ -7,7 +7,7 @@
 // from the run's wiring.Spec (carried in the Grid) exactly as on the inproc
 // backend; a host only finds its peers' PIDs through the membership.
 //
-// A run (Run, RunDocker):
+// A run (Run):
 //
 //  1. The platform (DockerPlatform, NetnsPlatform; the tests use processes
 //     on 127.0.0.1) builds or finds the image, or the namespaces, and

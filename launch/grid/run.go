@@ -47,12 +47,6 @@ type Config struct {
 	OnNodeDown func(name string)
 }
 
-// RunDocker runs a plan with every actor host in its own Docker container;
-// the results are those of the inproc backend with backend "docker".
-func RunDocker(ctx context.Context, plan *scenarios.Plan, opts wiring.Options) (*wiring.Result, error) {
-	return Run(ctx, plan, opts, Config{})
-}
-
 // Run runs a plan on a platform: the scheduler (or the malleability
 // manager), the information service, every cluster manager, every compute
 // node and every runner site are actor hosts started by the platform; this

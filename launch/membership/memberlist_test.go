@@ -172,6 +172,14 @@ func TestMemberlistJoinAgainRepairs(t *testing.T) {
 	if got := names(ps[1].Members()); got != "m0,m1" {
 		t.Fatalf("m1 sees %s before joining again, want m0,m1 (nothing else tells it of m2)", got)
 	}
+	// The seed merges m2's join in its own time after m2's Join returns.
+	deadline := time.Now().Add(gossipWait)
+	for names(ps[0].Members()) != "m0,m1,m2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the seed sees %s, want m0,m1,m2", names(ps[0].Members()))
+		}
+		<-time.After(10 * time.Millisecond)
+	}
 	if err := ps[1].Join(ctx, seed); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,21 @@ func (g Allgather) Traffic(nodes int, args map[string]float64) (Traffic, error) 
 		return Traffic{}, err
 	}
 	t, msgs, bytes := g.call(max(nodes, 1), a)
-	return Traffic{Iteration: ms(a["compute_ms"]) + t, Msgs: msgs, Bytes: bytes, Iterations: a["iters"]}, nil
+	// Every step of the ring (or round of Bruck) each rank sends one block;
+	// the steps follow each other, each paying a latency, and the call's
+	// blocks cross the slowest link one after the other.
+	nn := max(nodes, 1)
+	n := float64(nn)
+	if nn == 1 {
+		return Traffic{Iteration: ms(a["compute_ms"]) + t, Iterations: a["iters"]}, nil
+	}
+	rounds := n - 1
+	if msgs < n*(n-1) {
+		rounds = float64(log2ceil(nn)) // Bruck
+	}
+	crit := (n - 1) * a["msg_bytes"] * NodeProcessors
+	return Traffic{Iteration: ms(a["compute_ms"]) + t, Msgs: msgs, Bytes: bytes, Iterations: a["iters"], Burst: n,
+		Rounds: rounds, CritBytes: crit}, nil
 }
 
 // Run implements App.

@@ -74,6 +74,28 @@ type Traffic struct {
 	Msgs       float64
 	Bytes      float64
 	Iterations float64 // at time scale 1
+	// Burst is the most messages the job's ranks send at one instant (one
+	// step of a lock-step exchange): the host must handle them all within a
+	// small share of the link's latency.
+	Burst float64
+	// Rounds are the latency-bound message rounds on an iteration's
+	// critical path, and CritBytes the bytes that cross its slowest link
+	// one after the other: what a slower link adds to an iteration (On).
+	Rounds    float64
+	CritBytes float64
+}
+
+// On is the iteration's time when its slowest link has one-way latency lat
+// and bandwidth bw (bytes/s; 0 keeps the reference's): each critical round
+// pays lat instead of RefLatency, each critical byte 1/bw instead of
+// 1/RefBandwidth. A first-order model, good to the ratios the papers
+// report; the emulation measures the rest.
+func (t Traffic) On(lat time.Duration, bw float64) time.Duration {
+	it := t.Iteration + time.Duration(t.Rounds*float64(lat-RefLatency))
+	if bw > 0 && bw < RefBandwidth {
+		it += time.Duration(t.CritBytes * (1/bw - 1/RefBandwidth) * 1e9)
+	}
+	return max(it, t.Iteration)
 }
 
 // Rates returns the job's messages and bytes per second of scenario time.

@@ -79,3 +79,15 @@ func TestResizeVolumeIsTimeScaleNeutral(t *testing.T) {
 		t.Error("the array must keep a few bytes")
 	}
 }
+
+// On predicts the DAS-3 co-allocation points from the slowest link alone:
+// wave on four clusters (0.6 ms) about 750 s, and allgather's ring paced by
+// its slowest link.
+func TestTrafficOnSlowerLinks(t *testing.T) {
+	w, _ := Wave{}.Traffic(32, nil)
+	near(t, "wave on 0.6 ms (s)", w.Iterations*w.On(600*time.Microsecond, 185e6).Seconds(), 750, 0.01)
+	near(t, "wave on the reference (s)", w.Iterations*w.On(RefLatency, 0).Seconds(), 200, 0.01)
+	g, _ := Allgather{}.Traffic(32, nil)
+	perCall := 31 * (1e-3 + 20480/77e6) // Vrije-Leiden: 1 ms, 77 MB/s
+	near(t, "allgather call on 1 ms, 77 MB/s (s)", g.On(time.Millisecond, 77e6).Seconds(), perCall, 0.01)
+}

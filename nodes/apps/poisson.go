@@ -109,7 +109,23 @@ func (p Poisson) Traffic(nodes int, args map[string]float64) (Traffic, error) {
 	halo := cols*math.Ceil(g/float64(py))*8 + rows*math.Ceil(g/float64(px))*8
 	red := float64(n * allreduceRounds(n))
 	return Traffic{Iteration: it / time.Duration(a["iters"]), Msgs: 2*(cols+rows) + red, Bytes: 2*halo + 8*red,
-		Iterations: a["iters"]}, nil
+		Iterations: a["iters"], Burst: cols + rows,
+		// Two halo exchanges (a rank's edges leave one after the other) and
+		// the allreduce's rounds.
+		Rounds: 2 + float64(allreduceRounds(n)), CritBytes: 2 * edgeBytes(n, g)}, nil
+}
+
+// edgeBytes is what an interior rank sends per halo exchange.
+func edgeBytes(n int, g float64) float64 {
+	px, py := procGrid(n)
+	b := 0.0
+	if px > 1 {
+		b += 2 * math.Ceil(g/float64(py)) * 8
+	}
+	if py > 1 {
+		b += 2 * math.Ceil(g/float64(px)) * 8
+	}
+	return b
 }
 
 // procGrid factors n into px x py, px >= py, as square as possible.

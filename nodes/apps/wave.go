@@ -101,7 +101,11 @@ func (w Wave) Traffic(nodes int, args map[string]float64) (Traffic, error) {
 	n := max(nodes, 1)
 	step := w.stepWork(a)/time.Duration(n*NodeProcessors) + RefLatency
 	msgs := float64(2 * (n - 1))
-	return Traffic{Iteration: step, Msgs: msgs, Bytes: 8 * msgs, Iterations: a["steps"]}, nil
+	var rounds float64
+	if n > 1 {
+		rounds = 1
+	}
+	return Traffic{Iteration: step, Msgs: msgs, Bytes: 8 * msgs, Iterations: a["steps"], Burst: msgs, Rounds: rounds, CritBytes: 16 * rounds}, nil
 }
 
 // Run implements App.

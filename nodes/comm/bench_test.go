@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/fidelity"
 	"github.com/koala-emu/koala-emu/netem"
 )
 
@@ -187,5 +188,62 @@ func BenchmarkNeighbourExchangeShaped(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// BenchmarkMonitorCost is the neighbour exchange of 8 ranks (8-byte
+// messages, the most frames per second a job sends) and 2 ms-apart
+// computations, without and with the fidelity monitor (a probe per rank
+// and stamped frames): the difference per message is the monitor's cost.
+func BenchmarkMonitorCost(b *testing.B) {
+	for _, monitored := range []bool{false, true} {
+		b.Run(fmt.Sprintf("monitor=%v", monitored), func(b *testing.B) {
+			opts := make([]Options, 8)
+			for i := range opts {
+				if monitored {
+					opts[i] = Options{Probe: fidelity.NewProbe(), Targets: map[string]netem.Link{"": {Latency: time.Microsecond}}}
+				}
+			}
+			cs, err := ConnectLocal(context.Background(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				for _, c := range cs {
+					go func(c *Comm) { _ = c.Close() }(c)
+				}
+			})
+			ctx := context.Background()
+			runSPMD(b, cs, func(c *Comm, iters int) error {
+				msg := make([]byte, 8)
+				r, sz := c.Rank(), c.Size()
+				l, rt := (r-1+sz)%sz, (r+1)%sz
+				for i := 0; i < iters; i++ {
+					if err := c.Send(ctx, l, 0, msg); err != nil {
+						return err
+					}
+					if err := c.Send(ctx, rt, 0, msg); err != nil {
+						return err
+					}
+					if _, err := c.Recv(ctx, l, 0); err != nil {
+						return err
+					}
+					if _, err := c.Recv(ctx, rt, 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			var frames int64
+			for _, o := range opts {
+				s := o.Probe.Snapshot()
+				for _, l := range s.Links {
+					frames += l.Frames
+				}
+			}
+			if monitored && frames == 0 {
+				b.Fatal("the monitor recorded no frame")
+			}
+		})
 	}
 }
