@@ -203,3 +203,25 @@ func TestMonoAdvances(t *testing.T) {
 		t.Fatalf("mono %d then %d", a, b)
 	}
 }
+
+// BenchmarkMonitorPerFrame is what the monitor adds to one message: the
+// sender's stamp (Mono and the link model) and the receiver's record (Mono
+// and the probe). Divided by the host's cost per message (`koala-emu host`:
+// cores / messages per second) it is the monitor's share of a run's CPU.
+func BenchmarkMonitorPerFrame(b *testing.B) {
+	m := NewLinkModel(map[string]Target{"b": {Latency: time.Millisecond, Rate: 1e8}})
+	p := NewProbe()
+	for i := 0; i < b.N; i++ {
+		now := Mono()
+		due, back, _ := m.Stamp("b", 64, now)
+		p.Frame("a>b", now, due, Mono(), back)
+	}
+}
+
+// BenchmarkMonitorPerCompute is what the monitor adds to one Compute.
+func BenchmarkMonitorPerCompute(b *testing.B) {
+	p := NewProbe()
+	for i := 0; i < b.N; i++ {
+		p.Compute(time.Millisecond, time.Millisecond, time.Millisecond+time.Duration(i%1000))
+	}
+}

@@ -27,13 +27,13 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Dilation 1 rather than the scenario's auto: the test checks the
-	// wiring, not the fidelity, and a dilation chosen on a loaded (or -race)
-	// host would make it minutes long. The host then runs behind scenario
-	// time (time scale 600), so the drain is long: 48 h of scenario time is
-	// under 5 minutes of wall time.
-	one := 1.0
-	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{Dilation: &one})
+	// Dilation 1 and time scale 3000 rather than the scenario's auto and
+	// wall budget: the test checks the wiring, not the fidelity, and a
+	// dilation chosen on a loaded (or -race) host would make it minutes
+	// long. The host then runs behind scenario time, so the drain is long:
+	// 48 h of scenario time is a minute of wall time.
+	one, k := 1.0, 3000.0
+	plan, err := s.Expand(ScenarioEnv(), scenarios.Overrides{Dilation: &one, TimeScale: &k})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,6 +221,13 @@ func (s Summary) Print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "invariants\t%s (%d checks)\n", verdict, sumInts(m.Checks))
 	}
+	if b := s.Books; b != nil {
+		state := "balanced"
+		if err := b.Err(); err != nil {
+			state = "UNBALANCED: " + err.Error()
+		}
+		fmt.Fprintf(tw, "books\t%d planned = %d submitted + %d never submitted; %s\n", b.Planned, b.Submitted, b.NeverSubmitted, state)
+	}
 	printFidelity(tw, s.Fidelity)
 	tw.Flush()
 }

@@ -46,6 +46,16 @@ func EnterNetns() error {
 		return fmt.Errorf("netns host: %w", err)
 	}
 	runtime.LockOSThread() // never unlocked: the thread execs or the process fails
+	// The launcher started this process with a parent-death signal, but the
+	// kernel keeps it per thread and a new thread starts without one: the
+	// thread that execs (which need not be the one the launcher forked)
+	// takes it again, so no host outlives a launcher killed with SIGKILL.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("netns host: parent-death signal: %w", err)
+	}
+	if os.Getppid() == 1 {
+		return errors.New("netns host: the launcher is gone")
+	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("netns host: open %s: %w", path, err)

@@ -223,10 +223,14 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 		sum.Malleability = results.SummarizeMalleability(o.Jobs, r.recorder.Utilization(), r.recorder.Resizes(), checks, violations, details)
 	}
 	sum.Fidelity = results.FidelityReport(o.Jobs, o.Host, o.Dilation)
+	sum.Books = results.NewBooks(o.Jobs, len(plan.Jobs))
 	if err := r.write(sum, o.Jobs); err != nil {
 		return nil, err
 	}
 	res := &Result{Summary: sum, Jobs: o.Jobs, Manifest: o.Manifest}
+	if err := sum.Books.Err(); err != nil {
+		return res, fmt.Errorf("the run's books do not balance: %w", err)
+	}
 	if o.RequireFaithful && !sum.Faithful() {
 		return res, fmt.Errorf("fidelity: the run is %s (%s), and faithful was required",
 			sum.Fidelity.Verdict, strings.Join(sum.Fidelity.Reasons, "; "))
