@@ -85,31 +85,37 @@ func BenchmarkPingPong(b *testing.B) {
 // BenchmarkNeighbourExchange: every rank exchanges 8 bytes with both ring
 // neighbours per step (the wave pattern) with no computation: the host's
 // ceiling on message rate and per-step overhead.
+// neighbourExchange is a rank's loop of 8-byte exchanges with both ring
+// neighbours.
+func neighbourExchange(ctx context.Context) func(c *Comm, iters int) error {
+	return func(c *Comm, iters int) error {
+		msg := make([]byte, 8)
+		r, sz := c.Rank(), c.Size()
+		l, rt := (r-1+sz)%sz, (r+1)%sz
+		for i := 0; i < iters; i++ {
+			if err := c.Send(ctx, l, 0, msg); err != nil {
+				return err
+			}
+			if err := c.Send(ctx, rt, 0, msg); err != nil {
+				return err
+			}
+			if _, err := c.Recv(ctx, l, 0); err != nil {
+				return err
+			}
+			if _, err := c.Recv(ctx, rt, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 func BenchmarkNeighbourExchange(b *testing.B) {
 	for _, n := range []int{8, 32} {
 		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
 			cs := benchMesh(b, n)
 			ctx := context.Background()
-			runSPMD(b, cs, func(c *Comm, iters int) error {
-				msg := make([]byte, 8)
-				r, sz := c.Rank(), c.Size()
-				l, rt := (r-1+sz)%sz, (r+1)%sz
-				for i := 0; i < iters; i++ {
-					if err := c.Send(ctx, l, 0, msg); err != nil {
-						return err
-					}
-					if err := c.Send(ctx, rt, 0, msg); err != nil {
-						return err
-					}
-					if _, err := c.Recv(ctx, l, 0); err != nil {
-						return err
-					}
-					if _, err := c.Recv(ctx, rt, 0); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			runSPMD(b, cs, neighbourExchange(ctx))
 		})
 	}
 }
@@ -214,26 +220,7 @@ func BenchmarkMonitorCost(b *testing.B) {
 				}
 			})
 			ctx := context.Background()
-			runSPMD(b, cs, func(c *Comm, iters int) error {
-				msg := make([]byte, 8)
-				r, sz := c.Rank(), c.Size()
-				l, rt := (r-1+sz)%sz, (r+1)%sz
-				for i := 0; i < iters; i++ {
-					if err := c.Send(ctx, l, 0, msg); err != nil {
-						return err
-					}
-					if err := c.Send(ctx, rt, 0, msg); err != nil {
-						return err
-					}
-					if _, err := c.Recv(ctx, l, 0); err != nil {
-						return err
-					}
-					if _, err := c.Recv(ctx, rt, 0); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			runSPMD(b, cs, neighbourExchange(ctx))
 			var frames int64
 			for _, o := range opts {
 				s := o.Probe.Snapshot()
