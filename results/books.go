@@ -64,7 +64,10 @@ func NewBooks(jobs []Job, planned int) *Books {
 		}
 		seen[j.ID] = true
 		if j.Submit < 0 {
-			if j.Status != StatusQueued || j.Placement >= 0 || j.Start >= 0 || j.End >= 0 {
+			// Never submitted: still queued, or marked failed or
+			// interrupted when the run ended first; it has no times.
+			neverRan := j.Status == StatusQueued || j.Status == StatusFailed || j.Status == StatusInterrupted
+			if !neverRan || j.Placement >= 0 || j.Start >= 0 || j.End >= 0 {
 				b.Unsubmitted++
 			}
 			continue

@@ -147,3 +147,18 @@ func TestBooksInSummaryJSON(t *testing.T) {
 		t.Fatalf("a summary without books writes them: %s", data)
 	}
 }
+
+// An interrupted run's records, as the launcher closes them: jobs that had
+// started are interrupted, jobs never submitted are marked so and carry no
+// times; the books balance.
+func TestBooksOfAnInterruptedRun(t *testing.T) {
+	jobs := []Job{
+		{ID: "a", Submit: 0, Placement: 1, Start: 2, End: 9, Status: StatusCompleted},
+		{ID: "b", Submit: 3, Placement: 4, Start: 5, End: -1, Status: StatusInterrupted, Reason: "interrupted"},
+		{ID: "c", Submit: -1, Placement: -1, Start: -1, End: -1, Status: StatusInterrupted, Reason: "interrupted (never submitted)"},
+	}
+	b := NewBooks(jobs, 3)
+	if err := b.Err(); err != nil || b.Interrupted != 1 || b.NeverSubmitted != 1 || b.Completed != 1 {
+		t.Fatalf("books %+v: %v", b, err)
+	}
+}

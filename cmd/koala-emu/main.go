@@ -15,6 +15,18 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C (or SIGTERM) ends the command gracefully: a run
+	// writes its results so far, marks its unfinished jobs interrupted and
+	// removes what it created. From then on the default handling is back,
+	// so a second Ctrl-C ends the process at once (`koala-emu clean` then
+	// removes what it left: its owner is gone).
+	go func() {
+		<-ctx.Done()
+		stop()
+		if context.Cause(ctx) != nil && ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "interrupted: writing the results so far and cleaning up (Ctrl-C again to force)")
+		}
+	}()
 	code := execute(ctx, os.Args[1:], newApp(os.Stdout, os.Stderr))
 	stop()
 	os.Exit(code)

@@ -285,18 +285,26 @@ func (r *Results) write(sum results.Summary, jobs []results.Job) error {
 // FailUnfinished reports every job of plan that did not end as failed with
 // reason, those never submitted included, so that an interrupted run loses
 // nothing.
+//
+// A run that was interrupted (reason "interrupted": Ctrl-C, SIGTERM) marks
+// its unfinished jobs interrupted rather than failed, so its books count
+// them apart.
 func FailUnfinished(jobs []results.Job, plan *scenarios.Plan, reason string) []results.Job {
+	status := "failed"
+	if reason == "interrupted" {
+		status = results.StatusInterrupted
+	}
 	seen := make(map[string]bool, len(jobs))
 	for i := range jobs {
 		seen[jobs[i].ID] = true
 		if jobs[i].Status != "completed" && jobs[i].Status != "failed" {
-			jobs[i].Status, jobs[i].Reason = "failed", reason
+			jobs[i].Status, jobs[i].Reason = status, reason
 		}
 	}
 	for _, j := range plan.Jobs {
 		if !seen[j.ID] {
 			jobs = append(jobs, results.Job{ID: j.ID, App: j.App, Size: j.Size, Request: j.Request, Submit: -1,
-				Placement: -1, Start: -1, End: -1, Status: "failed", Reason: reason + " (never submitted)"})
+				Placement: -1, Start: -1, End: -1, Status: status, Reason: reason + " (never submitted)"})
 		}
 	}
 	return jobs
