@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/koala-emu/koala-emu/launch"
@@ -20,14 +21,16 @@ func main() {
 	// removes what it created. From then on the default handling is back,
 	// so a second Ctrl-C ends the process at once (`koala-emu clean` then
 	// removes what it left: its owner is gone).
+	var finished atomic.Bool
 	go func() {
 		<-ctx.Done()
 		stop()
-		if context.Cause(ctx) != nil && ctx.Err() != nil {
+		if !finished.Load() {
 			fmt.Fprintln(os.Stderr, "interrupted: writing the results so far and cleaning up (Ctrl-C again to force)")
 		}
 	}()
 	code := execute(ctx, os.Args[1:], newApp(os.Stdout, os.Stderr))
+	finished.Store(true)
 	stop()
 	os.Exit(code)
 }

@@ -276,6 +276,14 @@ func (r *Results) write(sum results.Summary, jobs []results.Job) error {
 	if err := results.WriteJobsCSV(r.out, jobs); err != nil {
 		return err
 	}
+	// The same jobs in Batsim's layout, for its analysis tools (evalys).
+	var clusters []results.BatsimCluster
+	for _, c := range r.plan.Clusters {
+		clusters = append(clusters, results.BatsimCluster{Name: c.Name, Nodes: c.Nodes})
+	}
+	if err := results.WriteBatsimCSVPlatform(r.out, jobs, r.plan.Name, clusters); err != nil {
+		return err
+	}
 	if r.plan.Policy.Malleability != nil {
 		return results.WriteSeries(r.out, r.recorder.Utilization(), r.recorder.Resizes())
 	}
@@ -321,7 +329,7 @@ func fmtDur(d time.Duration) string {
 // MissingResults lists the files Finish and OpenResults write (with the
 // series of a malleable run) that the results directory dir lacks.
 func MissingResults(dir string, malleable bool) []string {
-	files := []string{"events.jsonl", "manifest.json", "results.json", "jobs.csv"}
+	files := []string{"events.jsonl", "manifest.json", "results.json", "jobs.csv", "jobs_batsim.csv"}
 	if malleable {
 		files = append(files, "utilization.csv")
 	}
