@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,14 +46,25 @@ func (e Env) Emit(ev *msg.Event) {
 }
 
 // After delivers message to pid once the scenario duration d has passed.
-// The returned function cancels the delivery.
+// The returned function cancels the delivery. Under a clock with its own
+// timers (clock.Timers: the simulation's virtual clock) the delivery is an
+// event of that clock; otherwise it is a wall timer of ToWall(d).
 func (e Env) After(d time.Duration, pid *actor.PID, message interface{}) (cancel func()) {
+	if t, ok := e.Clock.(clock.Timers); ok {
+		stop := t.AfterFunc(d, func() { e.System.Root.Send(pid, message) })
+		return func() { stop() }
+	}
 	t := time.AfterFunc(e.Clock.ToWall(d), func() { e.System.Root.Send(pid, message) })
 	return func() { t.Stop() }
 }
 
 // Every delivers message to pid every scenario duration d until cancelled.
+// Under a clock with its own timers each delivery is an event of that clock
+// that arms the next one.
 func (e Env) Every(d time.Duration, pid *actor.PID, message func() interface{}) (cancel func()) {
+	if t, ok := e.Clock.(clock.Timers); ok {
+		return everyOn(t, d, func() { e.System.Root.Send(pid, message()) })
+	}
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(e.Clock.ToWall(d))
@@ -73,6 +85,52 @@ func (e Env) Every(d time.Duration, pid *actor.PID, message func() interface{}) 
 			close(done)
 		}
 	}
+}
+
+// everyOn runs f every d on the clock's timers until cancelled; a d <= 0
+// counts as one nanosecond, so the clock still advances between rounds.
+func everyOn(t clock.Timers, d time.Duration, f func()) (cancel func()) {
+	if d <= 0 {
+		d = time.Nanosecond
+	}
+	var mu sync.Mutex
+	var stop func() bool
+	stopped := false
+	var arm func()
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		stop = t.AfterFunc(d, func() {
+			f()
+			arm()
+		})
+	}
+	arm()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
+// Go runs f, work an actor hands off so that its handler returns at once
+// (a link measurement). On a clock that counts activity (clock.Activity:
+// the simulation) f runs on the caller's goroutine before Go returns: the
+// simulation's work is instantaneous, and running it inline keeps the clock
+// from advancing before f's messages are sent and keeps their order
+// deterministic. Elsewhere f runs on a goroutine of its own.
+func (e Env) Go(f func()) {
+	if _, ok := e.Clock.(clock.Activity); ok {
+		f()
+		return
+	}
+	go f()
 }
 
 // Itoa is strconv.Itoa for event fields.

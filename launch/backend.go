@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/nodes/apps"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -48,10 +49,15 @@ type Capabilities struct {
 	// NeedsRoot and NeedsDocker: what the machine must give.
 	NeedsRoot   bool `json:"needs_root"`
 	NeedsDocker bool `json:"needs_docker"`
+	// Simulated: nothing real runs; a virtual clock jumps from event to
+	// event and a performance model predicts jobs' executions from the
+	// link matrix (links are modelled, not shaped).
+	Simulated bool `json:"simulated"`
 }
 
 // Check is the one place a backend refuses what it cannot do: a shaper it
-// cannot install, or a malleable plan without malleability.
+// cannot install, or a malleable plan (a malleability policy or a
+// malleable application) without malleability.
 func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 	c := b.Capabilities()
 	if err := checkShaper(b.Name(), c, opts.Shaper); err != nil {
@@ -59,6 +65,14 @@ func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 	}
 	if plan != nil && plan.Policy.Malleability != nil && !c.Malleability {
 		return fmt.Errorf("policy.malleability: the %s backend cannot run the malleability manager and malleable runners", b.Name())
+	}
+	if plan != nil && !c.Malleability {
+		for _, j := range plan.Jobs {
+			if slices.Contains(apps.MalleableNames(), j.App) {
+				return fmt.Errorf("workload: job %s runs the malleable application %s, which the %s backend cannot run (its execution time depends on its resizes)",
+					j.ID, j.App, b.Name())
+			}
+		}
 	}
 	return nil
 }
@@ -101,7 +115,7 @@ type Calibration struct {
 // Backends returns every backend, sorted by name. It is the only place
 // where backends are listed.
 func Backends() []Backend {
-	bs := []Backend{inproc{}, gridBackend{netns: true}, gridBackend{}}
+	bs := []Backend{inproc{}, gridBackend{netns: true}, gridBackend{}, simBackend{}}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].Name() < bs[j].Name() })
 	return bs
 }

@@ -18,6 +18,7 @@ import (
 var (
 	_ Backend = inproc{}
 	_ Backend = gridBackend{}
+	_ Backend = simBackend{}
 )
 
 // inproc is the backend with every actor in this process, links shaped in

@@ -166,7 +166,8 @@ func (m *manager) publish(ctx actor.Context) {
 	})
 }
 
-// probe measures every target in a goroutine and replies when done, so the
+// probe measures every target off the handler (Env.Go: a goroutine, inline
+// under the simulation clock) and replies when done, so the
 // manager keeps answering claims meanwhile.
 func (m *manager) probe(req *msg.ProbeRequest) {
 	if m.cfg.Prober == nil {
@@ -174,7 +175,7 @@ func (m *manager) probe(req *msg.ProbeRequest) {
 		return
 	}
 	ctx, env, name := m.ctx, m.cfg.Env, m.cfg.Name
-	go func() {
+	env.Go(func() {
 		res := &msg.ProbeResult{}
 		for _, t := range req.Targets {
 			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -190,5 +191,5 @@ func (m *manager) probe(req *msg.ProbeRequest) {
 			})
 		}
 		env.System.Root.Send(req.ReplyTo.PID(), res)
-	}()
+	})
 }

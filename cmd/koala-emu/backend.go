@@ -57,9 +57,12 @@ func describe(c launch.Capabilities) string {
 	} else {
 		parts = append(parts, "every actor in this process")
 	}
-	if c.KernelShaping {
+	switch {
+	case c.Simulated:
+		parts = append(parts, "virtual clock; links modelled, not shaped")
+	case c.KernelShaping:
 		parts = append(parts, "links shaped in the kernel")
-	} else {
+	default:
 		parts = append(parts, "links shaped in userspace")
 	}
 	if len(c.Shapers) > 0 {

@@ -150,6 +150,10 @@ type Outcome struct {
 	Host            *fidelity.Host
 	Dilation        *fidelity.Choice
 	RequireFaithful bool
+	// Unmeasured, when not empty, says why nothing of the run could be
+	// measured (the sim backend runs no real ranks): the fidelity verdict
+	// is then "unmeasured" with this reason, whatever the figures.
+	Unmeasured string
 }
 
 // Await waits until every job has ended, ctx ends, or scenario time passes
@@ -223,6 +227,9 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 		sum.Malleability = results.SummarizeMalleability(o.Jobs, r.recorder.Utilization(), r.recorder.Resizes(), checks, violations, details)
 	}
 	sum.Fidelity = results.FidelityReport(o.Jobs, o.Host, o.Dilation)
+	if o.Unmeasured != "" {
+		sum.Fidelity.Verdict, sum.Fidelity.Reasons = fidelity.Unmeasured, []string{o.Unmeasured}
+	}
 	sum.Books = results.NewBooks(o.Jobs, len(plan.Jobs))
 	if err := r.write(sum, o.Jobs); err != nil {
 		return nil, err
