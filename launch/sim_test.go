@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func runSimInTemp(t *testing.T, plan *scenarios.Plan) (*Result, string) {
 // consistent times, dilation and time scale reported as 1, the verdict
 // "unmeasured", every results file written.
 func TestSimSmoke(t *testing.T) {
+	before := runtime.NumGoroutine()
 	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
 	res, dir := runSimInTemp(t, plan)
 	if res.Summary.Jobs.Submitted != len(plan.Jobs) || res.Summary.Jobs.Completed != len(plan.Jobs) {
@@ -74,6 +76,37 @@ func TestSimSmoke(t *testing.T) {
 	}
 	if back.Fidelity.Verdict != "unmeasured" || len(back.Fidelity.Reasons) == 0 || !strings.Contains(back.Fidelity.Reasons[0], "sim backend") {
 		t.Errorf("results.json fidelity: %q %v; want unmeasured, with the sim backend's reason", back.Fidelity.Verdict, back.Fidelity.Reasons)
+	}
+	// Nothing left running (a sweep runs hundreds of simulations in one
+	// process): goroutines return to where they were, within a deadline.
+	deadline := time.Now().Add(20 * time.Second)
+	for runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines before the run, %d after:\n%s", before, runtime.NumGoroutine(), firstLines(string(buf[:n]), 80))
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// A simulation whose context ends stops at once: its jobs are reported
+// interrupted, its books balance, and Run says it was interrupted.
+func TestSimInterrupted(t *testing.T) {
+	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := RunSim(ctx, plan, Options{Out: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("cancelled run: %v; want an interruption", err)
+	}
+	if res == nil || len(res.Jobs) != len(plan.Jobs) {
+		t.Fatalf("cancelled run: result %v; want every job reported", res)
+	}
+	for _, j := range res.Jobs {
+		if j.Status != "interrupted" {
+			t.Errorf("job %s: %s, want interrupted", j.ID, j.Status)
+		}
 	}
 }
 
