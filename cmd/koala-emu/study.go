@@ -149,7 +149,7 @@ and verdicts goes to stdout, one line per run to stderr; --out writes study.json
 	fs.StringVar(&f.scenario, "scenario", "cluster-count", "scenario giving the platform (its workload is replaced)")
 	fs.StringVar(&f.out, "out", "", "write study.json to this directory (default: none)")
 	fs.BoolVar(&f.all, "all-combinations", false, "run every combination of k clusters, not only the first k")
-	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run may take: its time scale follows from it and its dilation (--time-scale overrides)")
+	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run should take: its time scale follows from it and the dilation the host needs (a run that needs more time to stay faithful takes it; --time-scale overrides)")
 	f.register(fs, a)
 	addJSONFlag(cmd, &f.asJSON, "the rows")
 	f.o.register(fs)
@@ -194,7 +194,7 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 	if ov.TimeScale == nil && f.cellWall > 0 {
 		base.TimeScale, base.WallBudget = nil, &scenarios.WallBudget{Seconds: f.cellWall.Seconds()}
 	}
-	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard}
+	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true}
 	appList := strings.Split(f.apps, ",")
 	for _, name := range ics {
 		cs := clusterSets[name]
