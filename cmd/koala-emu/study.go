@@ -121,19 +121,22 @@ Myri-10G and over GbE.`,
 	return cmd
 }
 
-func newClusterCountCmd(a *app) *cobra.Command {
-	f := &studyFlags{}
-	cmd := &cobra.Command{
-		Use:   "cluster-count",
-		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
-		Long: `Run one job of --size nodes, split evenly over 1 to 4 clusters, per application:
+// clusterCountHelp is the long help of study cluster-count.
+const clusterCountHelp = `Run one job of --size nodes, split evenly over 1 to 4 clusters, per application:
 over Myri-10G (DAS-3 without Delft: Vrije, then Amsterdam, MultimediaN and Leiden)
 and over GbE (Delft, then Vrije, Amsterdam and MultimediaN, so every job crosses a
 GbE link). By default k clusters are the first k of that order, as the paper's
 runs were (--all-combinations runs every combination). Each run chooses its
 dilation (auto unless --dilation says otherwise) and the time scale that fits
 --cell-wall, and reports its fidelity verdict. The table of mean execution times
-and verdicts goes to stdout, one line per run to stderr; --out writes study.json.` + a.backendsSection(),
+and verdicts goes to stdout, one line per run to stderr; --out writes study.json.`
+
+func newClusterCountCmd(a *app) *cobra.Command {
+	f := &studyFlags{}
+	cmd := &cobra.Command{
+		Use:   "cluster-count",
+		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
+		Long:  clusterCountHelp + a.backendsSection(),
 		Example: `  koala-emu study cluster-count --apps wave --interconnect myri10g
   koala-emu study cluster-count --backend netns --out runs/cluster-count`,
 		Args: exactArgs(0),
