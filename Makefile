@@ -4,7 +4,7 @@ SCENARIO  ?= scenarios/das3-smoke.yaml
 OUT       ?= runs
 BIN       := bin/koala-emu
 
-.PHONY: run test integration nightly study calibrate build image proto lint clean
+.PHONY: run test fuzz integration nightly study calibrate build image proto lint clean
 
 ## run: the main job on the embedded backend (das3-smoke, under a minute)
 run:
@@ -17,6 +17,13 @@ run:
 test:
 	$(GO) test -race -count=1 -p 1 $$($(GO) list ./... | grep -v /launch/grid)
 	$(GO) test -count=1 ./launch/grid/...
+
+## fuzz: short runs of the fuzzers of the scenario loader and the SWF trace reader (CI runs them)
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -parallel 1 ./scenarios
+	$(GO) test -run '^$$' -fuzz '^FuzzFields$$' -fuzztime $(FUZZTIME) -parallel 1 ./scenarios
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x -parallel 1 ./scenarios/swf
 
 ## integration: tests against real containers (root, Docker Engine, no registry needed):
 ## the container lifecycle (launch/docker, with -race), then the docker backend end to end

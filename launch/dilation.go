@@ -50,7 +50,7 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 	if plan.WallBudget > 0 {
 		var note string
 		k, note = TimeScaleFor(plan, choice.Dilation)
-		if note != "" && plan.DilationAuto {
+		if note != "" && plan.DilationAuto && !opts.KeepDilation {
 			// The budget wins over the chosen dilation: the largest
 			// dilation that fits the budget at the fewest iterations
 			// allowed, and the run will say whether it kept up.

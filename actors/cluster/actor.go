@@ -178,7 +178,9 @@ func (m *manager) probe(req *msg.ProbeRequest) {
 	env.Go(func() {
 		res := &msg.ProbeResult{}
 		for _, t := range req.Targets {
-			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			// Dilated links make a probe slow: the GbE Delft-MultimediaN pair
+			// at dilation 200 (0.29 s one way, 50 KB/s) takes about 30 s.
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			lat, bw, err := m.cfg.Prober.Measure(pctx, t.Cluster, t.Addr, int(req.BandwidthBytes))
 			cancel()
 			if err != nil {

@@ -121,19 +121,22 @@ Myri-10G and over GbE.`,
 	return cmd
 }
 
-func newClusterCountCmd(a *app) *cobra.Command {
-	f := &studyFlags{}
-	cmd := &cobra.Command{
-		Use:   "cluster-count",
-		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
-		Long: `Run one job of --size nodes, split evenly over 1 to 4 clusters, per application:
+// clusterCountHelp is the long help of study cluster-count.
+const clusterCountHelp = `Run one job of --size nodes, split evenly over 1 to 4 clusters, per application:
 over Myri-10G (DAS-3 without Delft: Vrije, then Amsterdam, MultimediaN and Leiden)
 and over GbE (Delft, then Vrije, Amsterdam and MultimediaN, so every job crosses a
 GbE link). By default k clusters are the first k of that order, as the paper's
 runs were (--all-combinations runs every combination). Each run chooses its
 dilation (auto unless --dilation says otherwise) and the time scale that fits
 --cell-wall, and reports its fidelity verdict. The table of mean execution times
-and verdicts goes to stdout, one line per run to stderr; --out writes study.json.` + a.backendsSection(),
+and verdicts goes to stdout, one line per run to stderr; --out writes study.json.`
+
+func newClusterCountCmd(a *app) *cobra.Command {
+	f := &studyFlags{}
+	cmd := &cobra.Command{
+		Use:   "cluster-count",
+		Short: "execution time of one job over 1 to 4 clusters, per application and interconnect",
+		Long:  clusterCountHelp + a.backendsSection(),
 		Example: `  koala-emu study cluster-count --apps wave --interconnect myri10g
   koala-emu study cluster-count --backend netns --out runs/cluster-count`,
 		Args: exactArgs(0),
@@ -149,7 +152,7 @@ and verdicts goes to stdout, one line per run to stderr; --out writes study.json
 	fs.StringVar(&f.scenario, "scenario", "cluster-count", "scenario giving the platform (its workload is replaced)")
 	fs.StringVar(&f.out, "out", "", "write study.json to this directory (default: none)")
 	fs.BoolVar(&f.all, "all-combinations", false, "run every combination of k clusters, not only the first k")
-	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run may take: its time scale follows from it and its dilation (--time-scale overrides)")
+	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run should take: its time scale follows from it and the dilation the host needs (a run that needs more time to stay faithful takes it; --time-scale overrides)")
 	f.register(fs, a)
 	addJSONFlag(cmd, &f.asJSON, "the rows")
 	f.o.register(fs)
@@ -194,7 +197,7 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 	if ov.TimeScale == nil && f.cellWall > 0 {
 		base.TimeScale, base.WallBudget = nil, &scenarios.WallBudget{Seconds: f.cellWall.Seconds()}
 	}
-	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard}
+	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true}
 	appList := strings.Split(f.apps, ",")
 	for _, name := range ics {
 		cs := clusterSets[name]

@@ -34,6 +34,11 @@ type Options struct {
 	// RequireFaithful makes a run whose fidelity verdict is not faithful
 	// end with an error (after its results are written).
 	RequireFaithful bool
+	// KeepDilation: a wall budget never lowers an auto dilation; a run that
+	// cannot fit its budget at the dilation the host needs takes longer
+	// (studies set it: their figures must be faithful). Without it the
+	// budget wins and the run says it is degraded (a smoke run).
+	KeepDilation bool
 	// Dilation is how the run's dilation was chosen (launch.Prepare sets
 	// it); it is reported in results.json's fidelity section.
 	Dilation *fidelity.Choice

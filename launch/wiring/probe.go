@@ -71,7 +71,9 @@ func (p *Prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (ti
 			return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
 		}
 	}
-	opts := netem.PingPongOptions{LatencyRounds: 50, BandwidthRounds: 2, MsgSize: bwBytes}
+	// Ten round trips: a dilated wide-area link (1 ms x 200) makes each one
+	// 0.4 s of wall time, and the probe must stay well inside its timeout.
+	opts := netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes}
 	if bwBytes <= 0 {
 		opts.BandwidthRounds = 0
 	}
