@@ -9,8 +9,8 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got := strings.Join(BackendNames(), ","); got != "docker,inproc,netns" {
-		t.Errorf("backends %s, want docker,inproc,netns", got)
+	if got := strings.Join(BackendNames(), ","); got != "docker,inproc,netns,sim" {
+		t.Errorf("backends %s, want docker,inproc,netns,sim", got)
 	}
 	for _, n := range BackendNames() {
 		b, err := LookupBackend(n)
@@ -18,7 +18,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("LookupBackend(%s) = %v, %v", n, b, err)
 		}
 	}
-	if _, err := LookupBackend("sim"); err == nil || !strings.Contains(err.Error(), "docker, inproc, netns") {
+	if _, err := LookupBackend("simgrid"); err == nil || !strings.Contains(err.Error(), "docker, inproc, netns, sim") {
 		t.Errorf("unknown backend: %v, want the known names listed", err)
 	}
 }
