@@ -47,6 +47,11 @@ func (simBackend) Clean(context.Context, CleanOptions) (*CleanReport, error) {
 	return &CleanReport{}, nil
 }
 
+// stuckAfter is how long a simulation may fire no event while something is
+// active before it is ended as stuck (sim.Watch): a cascade takes
+// milliseconds, so this is only reached by a handler that never returns.
+const stuckAfter = time.Minute
+
 // simUnmeasured is the fidelity reason of every simulation.
 const simUnmeasured = "sim backend: no real ranks ran and no bytes were sent; execution times are the performance model's predictions"
 
@@ -219,6 +224,8 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 	progressDone := make(chan struct{})
 	defer close(progressDone)
 	go s.progress(progressDone)
+	stopWatch := sim.Watch(s.clk, stuckAfter, stop)
+	defer stopWatch()
 	start()
 	err := s.clk.Run(ctx)
 	mu.Lock()

@@ -33,9 +33,11 @@
 // Nothing else sleeps: timers (actors.Env.After, Every) are events of the
 // clock (clock.Timers), the submissions are one event per job, and work an
 // actor hands off (actors.Env.Go, the cluster's probes) runs inline. So
-// the clock moves only when every message sent has been handled, and a
-// handler that panics (its message never ended) stalls the simulation,
-// which then ends as interrupted rather than running ahead.
+// the clock moves only when every message sent has been handled. A handler
+// that blocks, or panics (protoactor restarts the actor and its message is
+// never ended), holds the clock forever rather than letting it run ahead:
+// Watch ends such a run after a minute of wall time without an event, its
+// unfinished jobs failed with the reason.
 //
 // # Determinism
 //

@@ -271,3 +271,34 @@ func TestProberReadsTheMatrix(t *testing.T) {
 		t.Fatal("an unknown cluster was measured")
 	}
 }
+
+// The watchdog reports a clock held with no event firing, and stays quiet
+// once stopped.
+func TestWatchReportsAStuckClock(t *testing.T) {
+	clk := clock.NewVirtual()
+	release := clk.Hold()
+	defer release()
+	got := make(chan string, 1)
+	stop := Watch(clk, 20*time.Millisecond, func(reason string) { got <- reason })
+	defer stop()
+	select {
+	case r := <-got:
+		if r == "" {
+			t.Fatal("stuck without a reason")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a clock held with no event was not reported")
+	}
+	idle := clock.NewVirtual()
+	calls := make(chan string, 1)
+	stopIdle := Watch(idle, time.Millisecond, func(reason string) { calls <- reason })
+	// An idle clock (nothing active) is never stuck: wait for the watch to
+	// have looked many times, through the clock's own wall time.
+	waitFor(t, "the watch to look", func() bool { return idle.Wall() > 50*time.Millisecond })
+	stopIdle()
+	select {
+	case r := <-calls:
+		t.Fatalf("an idle clock was reported stuck: %s", r)
+	default:
+	}
+}
