@@ -302,3 +302,31 @@ func TestWatchReportsAStuckClock(t *testing.T) {
 	default:
 	}
 }
+
+// A handler that panics leaves its message unended: the clock stays held
+// (it never runs ahead of the lost work) and the watchdog reports it.
+func TestPanickingHandlerHoldsTheClock(t *testing.T) {
+	clk := clock.NewVirtual()
+	rt := NewRuntime(clk)
+	system := actor.NewActorSystem(actors.QuietLogging())
+	defer system.Shutdown()
+	pid := system.Root.Spawn(rt.Props(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(string); ok {
+			panic("boom")
+		}
+	})))
+	waitFor(t, "the actor to start", func() bool { return clk.Active() == 0 })
+	clk.AfterFunc(time.Second, func() {})
+	system.Root.Send(pid, "boom")
+	got := make(chan string, 1)
+	stop := Watch(clk, 50*time.Millisecond, func(reason string) { got <- reason })
+	defer stop()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a panicked handler's message was not reported stuck")
+	}
+	if r := clk.Step(); r != clock.Held || clk.Now() != 0 {
+		t.Fatalf("after a panic: step %v at %v; want held at 0", r, clk.Now())
+	}
+}
