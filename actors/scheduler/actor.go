@@ -133,14 +133,26 @@ func (s *scheduler) snapshot() placement.Snapshot {
 func (s *scheduler) scan(ctx actor.Context, only *entry) {
 	snap := s.snapshot()
 	var keep, failed []*entry
+	// A policy is a pure function of the request and the snapshot: within
+	// one scan, until a placement changes the snapshot, a request of the
+	// same shape gets the same no-fit answer.
+	noFit := map[string]placement.Outcome{}
 	for _, e := range s.queue {
 		if e.claiming != nil || (only != nil && e != only) {
 			keep = append(keep, e)
 			continue
 		}
-		out := s.cfg.Policy.Place(e.req, snap, s.cfg.Options)
+		key, cacheable := shapeKey(e.req)
+		out, hit := noFit[key]
+		if !cacheable || !hit {
+			out = s.cfg.Policy.Place(e.req, snap, s.cfg.Options)
+			if cacheable && out.Code == placement.NoFitNow {
+				noFit[key] = out
+			}
+		}
 		switch out.Code {
 		case placement.Placed:
+			clear(noFit)
 			s.claim(ctx, e, out.Assignments)
 			for _, a := range out.Assignments {
 				for i := range snap.Clusters {
@@ -280,4 +292,17 @@ func (n netView) Bandwidth(a, b string) (float64, bool) {
 		return 0, false
 	}
 	return l.BandwidthMbps * 1e6, true
+}
+
+// shapeKey is what a placement policy reads of a request (all but its job
+// ID); requests with files are not keyed.
+func shapeKey(r placement.Request) (string, bool) {
+	if len(r.Files) > 0 {
+		return "", false
+	}
+	key := fmt.Sprintf("%d/%d", r.Type, r.Total)
+	for _, c := range r.Components {
+		key += fmt.Sprintf("/%s:%d", c.Cluster, c.Size)
+	}
+	return key, true
 }

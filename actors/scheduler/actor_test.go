@@ -213,3 +213,31 @@ func TestWaitingJobPlacedOnLaterScan(t *testing.T) {
 		t.Fatalf("want JobPlaced on the third try, got %v", p)
 	}
 }
+
+// shapeKey is everything a placement policy reads of a request but its job
+// ID, so that a scan may reuse a no-fit answer for a request of the same
+// shape; requests with files (CF reads them) are never keyed.
+func TestShapeKey(t *testing.T) {
+	a := placement.Request{JobID: "j1", Type: placement.NonFixed, Total: 16,
+		Components: []placement.Component{{Size: 8}, {Size: 8}}}
+	b := a
+	b.JobID = "j2"
+	ka, oka := shapeKey(a)
+	kb, okb := shapeKey(b)
+	if !oka || !okb || ka != kb {
+		t.Fatalf("same shape, other job: %q %v, %q %v", ka, oka, kb, okb)
+	}
+	for name, r := range map[string]placement.Request{
+		"type":       {Type: placement.Flexible, Total: 16},
+		"total":      {Type: placement.NonFixed, Total: 24, Components: a.Components},
+		"components": {Type: placement.NonFixed, Total: 16, Components: []placement.Component{{Size: 10}, {Size: 6}}},
+		"cluster":    {Type: placement.Fixed, Total: 16, Components: []placement.Component{{Cluster: "vrije", Size: 8}, {Cluster: "leiden", Size: 8}}},
+	} {
+		if k, _ := shapeKey(r); k == ka {
+			t.Errorf("%s differs but keys alike: %q", name, k)
+		}
+	}
+	if _, ok := shapeKey(placement.Request{Type: placement.Flexible, Total: 8, Files: []placement.File{{Name: "f"}}}); ok {
+		t.Error("a request with files was keyed")
+	}
+}

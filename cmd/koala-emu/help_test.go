@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -68,10 +69,15 @@ func (f *fakeBackend) Capabilities() launch.Capabilities {
 	return launch.Capabilities{Shapers: []string{"userspace"}, Malleability: true}
 }
 
+// Run records the run; a sweep runs cells at once, hence the lock.
 func (f *fakeBackend) Run(_ context.Context, plan *scenarios.Plan, opts launch.Options) (*launch.Result, error) {
+	fakeMu.Lock()
+	defer fakeMu.Unlock()
 	f.t.runs = append(f.t.runs, recordedRun{Plan: plan, Options: opts})
 	return f.t.result, f.t.runErr
 }
+
+var fakeMu sync.Mutex
 
 func (f *fakeBackend) Calibrate(_ context.Context, req launch.CalibrateRequest) (*launch.Calibration, error) {
 	f.t.calibrates = append(f.t.calibrates, req)
