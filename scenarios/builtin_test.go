@@ -182,9 +182,11 @@ func TestCoallocScenarios(t *testing.T) {
 			if !slices.Contains(names, c.in) || slices.Contains(names, c.out) || len(names) != 4 || p.TotalNodes() != c.nodes {
 				t.Errorf("clusters %v (%d nodes)", names, p.TotalNodes())
 			}
-			// The 4 hours of arrivals must fit well inside 15 minutes of wall time.
-			if p.NetUtilization != 0.4 || p.Duration != 4*time.Hour || p.Policy.Placement != "fcm" || p.Duration/time.Duration(p.TimeScale) > 12*time.Minute {
-				t.Errorf("plan header: utilisation %v, duration %v, placement %s, time scale %v", p.NetUtilization, p.Duration, p.Policy.Placement, p.TimeScale)
+			// The 4 hours of arrivals run within a wall budget of at most 20
+			// minutes, at the dilation the host needs.
+			if p.NetUtilization != 0.4 || p.Duration != 4*time.Hour || p.Policy.Placement != "fcm" || p.WallBudget <= 0 ||
+				p.WallBudget > 20*time.Minute || !p.DilationAuto {
+				t.Errorf("plan header: utilisation %v, duration %v, placement %s, budget %v", p.NetUtilization, p.Duration, p.Policy.Placement, p.WallBudget)
 			}
 			want := 6400.0 / (0.4 * float64(c.nodes))
 			if got := p.MeanInterarrival.Seconds(); got < want-1e-6 || got > want+1e-6 {
