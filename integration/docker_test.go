@@ -180,8 +180,13 @@ func TestDockerSmoke(t *testing.T) {
 	var progress syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	res, err := grid.Run(ctx, p, launch.Options{Out: dir, Progress: &progress},
-		grid.Config{Docker: grid.DockerOptions{Image: image, ID: id}})
+	// As `koala-emu run` does: the scenario's dilation auto and wall budget
+	// resolved for this host before the run.
+	opts, err := launch.Prepare(ctx, "docker", p, launch.Options{Out: dir, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grid.Run(ctx, p, opts, grid.Config{Docker: grid.DockerOptions{Image: image, ID: id}})
 	assertNothingLeft(t, id)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
@@ -207,6 +212,14 @@ func TestDockerSmoke(t *testing.T) {
 	}
 	if res.Summary.Backend != "docker" {
 		t.Errorf("backend %q", res.Summary.Backend)
+	}
+	// The fidelity monitor measures across containers: every completed
+	// job's frames carry the senders' stamps (one kernel, one monotonic
+	// clock). The verdict itself is a figure of the machine at the moment.
+	if f := res.Summary.Fidelity; f == nil || f.Jobs == 0 || f.Run.Link.N == 0 || f.Run.ComputeCalls == 0 {
+		t.Errorf("fidelity %+v: the monitor measured no job, frame or computation", f)
+	} else {
+		t.Logf("fidelity %s (%d jobs measured): %v; dilation %v", f.Verdict, f.Jobs, f.Reasons, res.Summary.Dilation)
 	}
 	// Every link is shaped in the kernel, by every node container.
 	for _, e := range res.Manifest.Entries {
