@@ -172,26 +172,7 @@ func BenchmarkNeighbourExchangeShaped(b *testing.B) {
 					}
 				}()
 				ctx := context.Background()
-				runSPMD(b, cs, func(c *Comm, iters int) error {
-					msg := make([]byte, 8)
-					r, sz := c.Rank(), c.Size()
-					l, rt := (r-1+sz)%sz, (r+1)%sz
-					for i := 0; i < iters; i++ {
-						if err := c.Send(ctx, l, 0, msg); err != nil {
-							return err
-						}
-						if err := c.Send(ctx, rt, 0, msg); err != nil {
-							return err
-						}
-						if _, err := c.Recv(ctx, l, 0); err != nil {
-							return err
-						}
-						if _, err := c.Recv(ctx, rt, 0); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
+				runSPMD(b, cs, neighbourExchange(ctx))
 			})
 		}
 	}
