@@ -91,7 +91,7 @@ func TestBadInputs(t *testing.T) {
 	for _, tc := range badInputs {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := expandDoc(t, mutate(t, tc.edits...), Overrides{})
-			wantFieldError(t, err, tc.want)
+			wantError(t, err, tc.want)
 		})
 	}
 }
@@ -115,7 +115,7 @@ func TestMalleabilityRanges(t *testing.T) {
 			t.Fatalf("test bug: %q not in das3-malleable-pwa", tc.old)
 		}
 		_, err := expandDoc(t, strings.Replace(doc, tc.old, tc.new, 1), Overrides{})
-		wantFieldError(t, err, tc.want)
+		wantError(t, err, tc.want)
 	}
 }
 
