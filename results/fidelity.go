@@ -29,18 +29,15 @@ func (s Summary) Faithful() bool {
 	return s.Fidelity != nil && s.Fidelity.Verdict == fidelity.Faithful
 }
 
-func verdict(f *fidelity.Figures) string {
+// fidelityColumns are a job's fidelity columns of jobs.csv: the verdict,
+// the p99 lateness of computation, idle links and backlogged links, and
+// the computation's stretch (empty figures when nothing was measured).
+func fidelityColumns(f *fidelity.Figures) []string {
 	if f == nil {
-		return fidelity.Unmeasured
+		return []string{fidelity.Unmeasured, "", "", "", ""}
 	}
-	return f.Verdict
-}
-
-func fig(f *fidelity.Figures, get func(*fidelity.Figures) float64) string {
-	if f == nil {
-		return ""
-	}
-	return strconv.FormatFloat(get(f), 'f', 4, 64)
+	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	return []string{f.Verdict, ff(f.Compute.P99), ff(f.Link.P99), ff(f.Backlog.P99), ff(f.Stretch)}
 }
 
 // printFidelity ends the summary table with the run's verdict and the

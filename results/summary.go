@@ -165,14 +165,11 @@ func WriteJobsCSV(dir string, jobs []Job) error {
 		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, j := range jobs {
-		_ = w.Write([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
+		_ = w.Write(append([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
 			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
 			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
-			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS),
-			verdict(j.Figures), fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Compute.P99 }),
-			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Link.P99 }),
-			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Backlog.P99 }),
-			fig(j.Figures, func(f *fidelity.Figures) float64 { return f.Stretch })})
+			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS)},
+			fidelityColumns(j.Figures)...))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

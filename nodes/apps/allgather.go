@@ -48,16 +48,16 @@ func (g Allgather) Nominal(nodes int) time.Duration {
 	return d
 }
 
-// call returns the ideal time of one call on a reference cluster, and its
-// messages and bytes in all.
-func (g Allgather) call(n int, a map[string]float64) (t time.Duration, msgs, bytes float64) {
+// call returns the ideal time of one call on a reference cluster, its
+// messages and bytes in all, and whether it is the ring (else Bruck).
+func (g Allgather) call(n int, a map[string]float64) (t time.Duration, msgs, bytes float64, ring bool) {
 	m := a["msg_bytes"] * NodeProcessors
 	if n == 1 {
 		// The node's processes exchange through memory: one copy.
-		return xfer(m), 0, 0
+		return xfer(m), 0, 0, false
 	}
-	ring := time.Duration(n-1) * (RefLatency + xfer(m))
-	bruck := time.Duration(log2ceil(n))*RefLatency + xfer(float64(n-1)*m)
+	ringT := time.Duration(n-1) * (RefLatency + xfer(m))
+	bruckT := time.Duration(log2ceil(n))*RefLatency + xfer(float64(n-1)*m)
 	useRing := false
 	switch int(a["algorithm"]) {
 	case 0:
@@ -68,9 +68,9 @@ func (g Allgather) call(n int, a map[string]float64) (t time.Duration, msgs, byt
 	}
 	bytes = float64(n) * float64(n-1) * m
 	if useRing {
-		return ring, float64(n * (n - 1)), bytes
+		return ringT, float64(n * (n - 1)), bytes, true
 	}
-	return bruck, float64(n * log2ceil(n)), bytes
+	return bruckT, float64(n * log2ceil(n)), bytes, false
 }
 
 // NominalArgs implements ArgApp.
@@ -79,7 +79,7 @@ func (g Allgather) NominalArgs(nodes int, args map[string]float64) (time.Duratio
 	if err != nil {
 		return 0, err
 	}
-	ag, _, _ := g.call(max(nodes, 1), a)
+	ag, _, _, _ := g.call(max(nodes, 1), a)
 	return time.Duration(a["iters"]) * (ms(a["compute_ms"]) + ag), nil
 }
 
@@ -89,7 +89,7 @@ func (g Allgather) Traffic(nodes int, args map[string]float64) (Traffic, error) 
 	if err != nil {
 		return Traffic{}, err
 	}
-	t, msgs, bytes := g.call(max(nodes, 1), a)
+	t, msgs, bytes, ring := g.call(max(nodes, 1), a)
 	// Every step of the ring (or round of Bruck) each rank sends one block;
 	// the steps follow each other, each paying a latency, and the call's
 	// blocks cross the slowest link one after the other.
@@ -98,9 +98,9 @@ func (g Allgather) Traffic(nodes int, args map[string]float64) (Traffic, error) 
 	if nn == 1 {
 		return Traffic{Iteration: ms(a["compute_ms"]) + t, Iterations: a["iters"]}, nil
 	}
-	rounds := n - 1
-	if msgs < n*(n-1) {
-		rounds = float64(log2ceil(nn)) // Bruck
+	rounds := float64(log2ceil(nn)) // Bruck
+	if ring {
+		rounds = n - 1
 	}
 	crit := (n - 1) * a["msg_bytes"] * NodeProcessors
 	return Traffic{Iteration: ms(a["compute_ms"]) + t, Msgs: msgs, Bytes: bytes, Iterations: a["iters"], Burst: n,
