@@ -71,78 +71,12 @@ func EstimateCompletion(p Policy, now time.Duration, capacity int, running []Run
 //     reservation is refused (an error) rather than reordered: new jobs
 //     join the tail of the queue.
 func schedule(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
-	if capacity < 1 {
-		return Plan{}, fmt.Errorf("capacity %d is less than 1", capacity)
+	prof, held, err := profileOf(now, capacity, running, queue)
+	if err != nil {
+		return Plan{}, err
 	}
-	prof := newProfile(now, capacity)
-	busy := 0
-	for i, r := range running {
-		if err := checkJob(r.Procs, r.Walltime, capacity); err != nil {
-			return Plan{}, fmt.Errorf("running[%d] (job %q): %w", i, r.ID, err)
-		}
-		if r.End() > now {
-			busy += r.Procs
-			prof.add(now, r.End(), -r.Procs)
-		}
-	}
-	if busy > capacity {
-		return Plan{}, fmt.Errorf("running: %d processors busy on a cluster of %d", busy, capacity)
-	}
-	seen := make(map[string]bool, len(queue))
-	held := 0
-	for i, q := range queue {
-		if err := checkJob(q.Procs, q.Walltime, capacity); err != nil {
-			return Plan{}, fmt.Errorf("queue[%d] (job %q): %w", i, q.ID, err)
-		}
-		if seen[q.ID] {
-			return Plan{}, fmt.Errorf("queue[%d]: duplicate job ID %q", i, q.ID)
-		}
-		seen[q.ID] = true
-		if q.Held {
-			if held != i {
-				return Plan{}, fmt.Errorf("queue[%d] (job %q): holds a reservation behind a job without one", i, q.ID)
-			}
-			held++
-		}
-	}
-
 	res := make([]Reservation, len(queue))
-	placed := make([]bool, len(queue))
-	for i, q := range queue[:held] {
-		s := max(q.Reserved, now)
-		res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
-		if prof.minFree(s, s+q.Walltime) >= q.Procs {
-			prof.add(s, s+q.Walltime, -q.Procs)
-			placed[i] = true
-		} else {
-			res[i].Broken = true
-		}
-	}
-	for pass := 0; pass <= held; pass++ {
-		moved := false
-		lb := now
-		for i, q := range queue[:held] {
-			if placed[i] {
-				prof.add(res[i].Start, res[i].End, q.Procs)
-			}
-			s := prof.earliest(lb, q.Procs, q.Walltime)
-			if !placed[i] || s != res[i].Start {
-				moved = true
-			}
-			if s > max(q.Reserved, now) {
-				res[i].Broken = true
-			}
-			res[i].Start, res[i].End = s, s+q.Walltime
-			prof.add(s, s+q.Walltime, -q.Procs)
-			placed[i] = true
-			if !backfill {
-				lb = s
-			}
-		}
-		if !moved {
-			break
-		}
-	}
+	compress(backfill, now, prof, queue[:held], res)
 	next := now
 	if !backfill && held > 0 {
 		next = res[held-1].Start
@@ -162,6 +96,89 @@ func schedule(backfill bool, now time.Duration, capacity int, running []Running,
 		}
 	}
 	return plan, nil
+}
+
+// profileOf checks the input and returns the availability profile the
+// running jobs leave from now on, and how many queued jobs (a prefix of
+// the queue) hold a reservation.
+func profileOf(now time.Duration, capacity int, running []Running, queue []Queued) (*profile, int, error) {
+	if capacity < 1 {
+		return nil, 0, fmt.Errorf("capacity %d is less than 1", capacity)
+	}
+	prof := newProfile(now, capacity)
+	busy := 0
+	for i, r := range running {
+		if err := checkJob(r.Procs, r.Walltime, capacity); err != nil {
+			return nil, 0, fmt.Errorf("running[%d] (job %q): %w", i, r.ID, err)
+		}
+		if r.End() > now {
+			busy += r.Procs
+			prof.add(now, r.End(), -r.Procs)
+		}
+	}
+	if busy > capacity {
+		return nil, 0, fmt.Errorf("running: %d processors busy on a cluster of %d", busy, capacity)
+	}
+	seen := make(map[string]bool, len(queue))
+	held := 0
+	for i, q := range queue {
+		if err := checkJob(q.Procs, q.Walltime, capacity); err != nil {
+			return nil, 0, fmt.Errorf("queue[%d] (job %q): %w", i, q.ID, err)
+		}
+		if seen[q.ID] {
+			return nil, 0, fmt.Errorf("queue[%d]: duplicate job ID %q", i, q.ID)
+		}
+		seen[q.ID] = true
+		if q.Held {
+			if held != i {
+				return nil, 0, fmt.Errorf("queue[%d] (job %q): holds a reservation behind a job without one", i, q.ID)
+			}
+			held++
+		}
+	}
+	return prof, held, nil
+}
+
+// compress books the held jobs' reservations on prof (into res), then moves
+// them forward in queue order until none moves: a reservation never moves
+// later than its promise; one that no longer fits is marked Broken.
+func compress(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation) {
+	placed := make([]bool, len(held))
+	for i, q := range held {
+		s := max(q.Reserved, now)
+		res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
+		if prof.minFree(s, s+q.Walltime) >= q.Procs {
+			prof.add(s, s+q.Walltime, -q.Procs)
+			placed[i] = true
+		} else {
+			res[i].Broken = true
+		}
+	}
+	for pass := 0; pass <= len(held); pass++ {
+		moved := false
+		lb := now
+		for i, q := range held {
+			if placed[i] {
+				prof.add(res[i].Start, res[i].End, q.Procs)
+			}
+			s := prof.earliest(lb, q.Procs, q.Walltime)
+			if !placed[i] || s != res[i].Start {
+				moved = true
+			}
+			if s > max(q.Reserved, now) {
+				res[i].Broken = true
+			}
+			res[i].Start, res[i].End = s, s+q.Walltime
+			prof.add(s, s+q.Walltime, -q.Procs)
+			placed[i] = true
+			if !backfill {
+				lb = s
+			}
+		}
+		if !moved {
+			return
+		}
+	}
 }
 
 // FCFS is first come, first served: jobs start in queue order, each at the
