@@ -52,7 +52,7 @@ func TestEndToEnd(t *testing.T) {
 						continue
 					}
 					max := map[string]int{"ft": 32, "nbody": 46}[app]
-					w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: max, Manager: mm, Clusters: w.clusters,
+					w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: max, Profile: profileOf(app), Manager: mm, Clusters: w.clusters,
 						TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
 				}
 			}()

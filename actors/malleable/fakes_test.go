@@ -15,7 +15,15 @@ import (
 	"github.com/koala-emu/koala-emu/actors/cluster"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
+	"github.com/koala-emu/koala-emu/nodes/apps"
 )
+
+// profileOf is the built-in profile of app, as the wiring hands it to a
+// runner (the zero Profile for an application without one).
+func profileOf(app string) apps.Profile {
+	p, _ := apps.LookupProfile(app)
+	return p
+}
 
 // The fakes below stand in for node actors and applications: a fake node
 // answers StartRank, RankTable, ResizeRanks and AbortRank like the real one,

@@ -56,7 +56,8 @@ type waiting struct {
 	runner    *actor.PID
 	malleable bool
 	min, max  int
-	profile   string
+	pow2      bool   // runs only on power-of-two counts
+	profile   string // for the records
 	size      int
 	fixed     string // cluster of a fixed request, "" otherwise
 	at        string // cluster it is being started on (claimed, or waiting for shrinks)
@@ -73,6 +74,7 @@ type mjob struct {
 	runner    *actor.PID
 	malleable bool
 	min, max  int
+	pow2      bool
 	profile   string
 	size      int   // processors, by the runner's last report
 	running   bool  // malleable: started, may be resized
@@ -249,12 +251,12 @@ func (m *manager) submitRigid(ctx actor.Context, x *msg.SubmitJob) {
 
 func (m *manager) submitMalleable(ctx actor.Context, x *msg.SubmitMalleable) {
 	w := &waiting{spec: x.Job, runner: x.Runner.PID(), size: int(x.Job.Size), malleable: true,
-		min: int(x.Min), max: int(x.Max), profile: x.Profile}
+		min: int(x.Min), max: int(x.Max), pow2: x.PowerOfTwo, profile: x.Profile}
 	if reason := m.shape(w); reason != "" {
 		m.reject(ctx, w, reason)
 		return
 	}
-	j := pm.Job{Size: w.size, Min: w.min, Max: w.max, Profile: w.profile}
+	j := pm.Job{Size: w.size, Min: w.min, Max: w.max, PowerOfTwo: w.pow2}
 	if !j.Valid(w.size) {
 		lo, hi := j.Bounds()
 		m.reject(ctx, w, fmt.Sprintf("%s: initial size %d not valid for bounds [%d, %d] of profile %q", ReasonBadRequest, w.size, lo, hi, w.profile))
@@ -382,7 +384,7 @@ func (m *manager) state(c string) *clusterState {
 			s.blocked = true
 		}
 		if j.running && j.op == nil {
-			s.running = append(s.running, pm.Job{ID: j.id, Start: j.start, Size: j.size, Min: j.min, Max: j.max, Profile: j.profile})
+			s.running = append(s.running, pm.Job{ID: j.id, Start: j.start, Size: j.size, Min: j.min, Max: j.max, PowerOfTwo: j.pow2})
 		}
 	}
 	s.rel = pm.Releasable(s.running)
@@ -634,7 +636,7 @@ func (m *manager) claimed(ctx actor.Context, r *msg.ClaimReply) {
 		return
 	}
 	j := &mjob{id: w.spec.Id, cluster: r.Cluster, runner: w.runner, malleable: w.malleable,
-		min: w.min, max: w.max, profile: w.profile, size: len(r.Nodes)}
+		min: w.min, max: w.max, pow2: w.pow2, profile: w.profile, size: len(r.Nodes)}
 	m.jobs[j.id] = j
 	m.emit("placed", j.id, map[string]string{"components": fmt.Sprintf("%s:%d", r.Cluster, len(r.Nodes))},
 		map[string]float64{"tries": float64(w.tries + 1), "clusters": 1})
@@ -752,13 +754,13 @@ func (m *manager) checkJob(j *mjob) {
 	if !j.malleable || !j.running || j.op != nil {
 		return
 	}
-	pj := pm.Job{Size: j.size, Min: j.min, Max: j.max, Profile: j.profile}
+	pj := pm.Job{Size: j.size, Min: j.min, Max: j.max, PowerOfTwo: j.pow2}
 	lo, hi := pj.Bounds()
 	check(m.env(), m.cfg.Stats, "mmanager", j.id, InvBounds, j.size >= lo && j.size <= hi,
 		func() string {
 			return fmt.Sprintf("job %s booked at %d processors, bounds [%d, %d]", j.id, j.size, lo, hi)
 		})
-	if p, ok := pm.LookupProfile(j.profile); ok && p.PowerOfTwo {
+	if j.pow2 {
 		check(m.env(), m.cfg.Stats, "mmanager", j.id, InvPow2, j.size&(j.size-1) == 0,
 			func() string { return fmt.Sprintf("job %s (%s) booked at %d processors", j.id, j.profile, j.size) })
 	}

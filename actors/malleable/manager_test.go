@@ -45,7 +45,7 @@ func (h *managerHarness) submit(job, app string, size, min, max int) *fakeRunner
 	if min == 0 {
 		h.sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(r.p.pid)})
 	} else {
-		h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(r.p.pid), Min: int32(min), Max: int32(max), Profile: app})
+		h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(r.p.pid), Min: int32(min), Max: int32(max), Profile: app, PowerOfTwo: profileOf(app).PowerOfTwo})
 	}
 	return r
 }

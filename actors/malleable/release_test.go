@@ -33,7 +33,7 @@ func TestReleaseWaitsForTheNodeToLetGo(t *testing.T) {
 	}
 	w.start(mm)
 	a := &msg.JobSpec{Id: "ja", App: "nbody", Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
-	w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: a, Min: 2, Max: 46, Manager: mm, Clusters: w.clusters,
+	w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: a, Min: 2, Max: 46, Profile: profileOf("nbody"), Manager: mm, Clusters: w.clusters,
 		TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
 	// The manager grows ja onto the two other processors; their ranks
 	// start and wait to join.
@@ -97,7 +97,7 @@ func TestRunnerRefusedStartGivesEverythingBack(t *testing.T) {
 	w.start(nil)
 	mgr := newProbe(t, w.sys)
 	spec := &msg.JobSpec{Id: "j1", App: "nbody", Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
-	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Manager: mgr.pid, Clusters: w.clusters,
+	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Profile: profileOf("nbody"), Manager: mgr.pid, Clusters: w.clusters,
 		TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
 	expect[*msg.SubmitMalleable](t, mgr, "submission")
 	w.sys.Root.Send(w.clusters["a"], &msg.Claim{JobId: "j1", Nodes: 2, ClaimId: 1, ReplyTo: msg.FromPID(mgr.pid)})

@@ -12,6 +12,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/msg"
 	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/nodes/apps"
 )
 
 // RunnerConfig builds the MRunner of one malleable job.
@@ -22,9 +23,10 @@ type RunnerConfig struct {
 	// Min and Max bound the job's size; they are intersected with the
 	// profile's bounds.
 	Min, Max int
-	// Profile names the application profile (see malleability.Profiles);
-	// empty means Job.App.
-	Profile string
+	// Profile is the application's malleability profile (nodes/apps), handed
+	// in by the wiring: the counts it accepts and its execution time by
+	// count. The zero Profile accepts any count in [Min, Max].
+	Profile apps.Profile
 	// Manager is the malleability manager the job is submitted to.
 	Manager *actor.PID
 	// Clusters are the cluster managers, to claim and release processors.
@@ -131,8 +133,6 @@ type op struct {
 type mrunner struct {
 	cfg     RunnerConfig
 	job     pm.Job // Size is the current size once running
-	profile pm.Profile
-	hasProf bool
 	cluster string
 	self    *actor.PID
 
@@ -195,15 +195,19 @@ func RunnerProps(cfg RunnerConfig) *actor.Props {
 	if cfg.RankTimeout <= 0 {
 		cfg.RankTimeout = 60 * time.Second
 	}
-	if cfg.Profile == "" {
-		cfg.Profile = cfg.Job.App
-	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		r := &mrunner{cfg: cfg, byNode: map[string]*member{}, pending: map[string]*member{}}
-		r.job = pm.Job{ID: cfg.Job.Id, Size: int(cfg.Job.Size), Min: cfg.Min, Max: cfg.Max, Profile: cfg.Profile}
-		r.profile, r.hasProf = pm.LookupProfile(cfg.Profile)
-		return r
+		return &mrunner{cfg: cfg, job: policyJob(cfg), byNode: map[string]*member{}, pending: map[string]*member{}}
 	})
+}
+
+// policyJob is the job as the malleability policies see it: the configured
+// bounds intersected with the profile's, and whether only powers of two fit.
+func policyJob(cfg RunnerConfig) pm.Job {
+	j := pm.Job{ID: cfg.Job.Id, Size: int(cfg.Job.Size), Min: cfg.Min, Max: cfg.Max, PowerOfTwo: cfg.Profile.PowerOfTwo}
+	if cfg.Profile.Name != "" {
+		j.Min, j.Max = max(j.Min, cfg.Profile.Min), min(j.Max, cfg.Profile.Max)
+	}
+	return j
 }
 
 func (r *mrunner) env() actors.Env { return r.cfg.Env }
@@ -219,10 +223,10 @@ func (r *mrunner) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.self = ctx.Self()
 		r.emit("submit",
-			map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request, "malleable": "true", "profile": r.cfg.Profile},
+			map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request, "malleable": "true", "profile": r.cfg.Profile.Name},
 			map[string]float64{"size": float64(r.cfg.Job.Size), "min": float64(r.cfg.Min), "max": float64(r.cfg.Max)})
 		ctx.Send(r.cfg.Manager, &msg.SubmitMalleable{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self()),
-			Min: int32(r.cfg.Min), Max: int32(r.cfg.Max), Profile: r.cfg.Profile})
+			Min: int32(r.job.Min), Max: int32(r.job.Max), Profile: r.cfg.Profile.Name, PowerOfTwo: r.job.PowerOfTwo})
 	case *actor.Stopping:
 		r.disarm()
 		if r.cur != nil && r.cur.cancel != nil {
@@ -412,7 +416,7 @@ func (r *mrunner) onConnected(ctx actor.Context, x *msg.RankConnected) {
 	r.setSize(len(r.members))
 	r.emit("start", nil, nil)
 	ctx.Send(r.cfg.Manager, &msg.MalleableStatus{JobId: r.cfg.Job.Id, Cluster: r.cluster, Size: int32(r.job.Size),
-		Min: int32(r.cfg.Min), Max: int32(r.cfg.Max), Profile: r.cfg.Profile, StartS: now, Running: true})
+		Min: int32(r.job.Min), Max: int32(r.job.Max), Profile: r.cfg.Profile.Name, StartS: now, Running: true})
 	r.next(ctx)
 }
 
@@ -432,9 +436,9 @@ func (r *mrunner) setSize(n int) {
 	id := r.cfg.Job.Id
 	check(r.env(), r.cfg.Stats, "mrunner", id, InvBounds, n >= lo && n <= hi,
 		func() string { return fmt.Sprintf("job %s on %d processors, bounds [%d, %d]", id, n, lo, hi) })
-	if r.hasProf && r.profile.PowerOfTwo {
+	if r.job.PowerOfTwo {
 		check(r.env(), r.cfg.Stats, "mrunner", id, InvPow2, n&(n-1) == 0,
-			func() string { return fmt.Sprintf("job %s (%s) on %d processors", id, r.cfg.Profile, n) })
+			func() string { return fmt.Sprintf("job %s (%s) on %d processors", id, r.cfg.Profile.Name, n) })
 	}
 }
 
@@ -480,7 +484,7 @@ func (r *mrunner) decide(q request) (int, string) {
 	if q.grow {
 		a := r.job.Take(q.n)
 		if a < q.n {
-			return a, fmt.Sprintf("accepts %d of %d (size %d, profile %s)", a, q.n, r.job.Size, r.cfg.Profile)
+			return a, fmt.Sprintf("accepts %d of %d (size %d, profile %s)", a, q.n, r.job.Size, r.cfg.Profile.Name)
 		}
 		return a, ""
 	}
@@ -488,11 +492,11 @@ func (r *mrunner) decide(q request) (int, string) {
 	if a == 0 {
 		return 0, fmt.Sprintf("at its minimum (size %d)", r.job.Size)
 	}
-	if !q.mandatory && q.initiator == ByScheduler && r.hasProf && r.profile.Exec(r.job.Size-a) > r.profile.Exec(r.job.Size) {
+	if !q.mandatory && q.initiator == ByScheduler && r.cfg.Profile.Name != "" && r.cfg.Profile.Exec(r.job.Size-a) > r.cfg.Profile.Exec(r.job.Size) {
 		return 0, fmt.Sprintf("voluntary shrink to %d would slow the application down", r.job.Size-a)
 	}
 	if a != q.n {
-		return a, fmt.Sprintf("releases %d of %d asked (size %d, profile %s)", a, q.n, r.job.Size, r.cfg.Profile)
+		return a, fmt.Sprintf("releases %d of %d asked (size %d, profile %s)", a, q.n, r.job.Size, r.cfg.Profile.Name)
 	}
 	return a, ""
 }
@@ -987,7 +991,7 @@ func (r *mrunner) finish(ctx actor.Context) {
 		}
 	}
 	r.release(ctx, held)
-	fields := map[string]string{"status": "completed", "malleable": "true", "profile": r.cfg.Profile}
+	fields := map[string]string{"status": "completed", "malleable": "true", "profile": r.cfg.Profile.Name}
 	if r.failure != "" {
 		fields["status"], fields["reason"] = "failed", r.failure
 	}

@@ -26,7 +26,7 @@ func newRunnerHarness(t *testing.T, nodes int, job, app string, min, max int, la
 	w.start(nil)
 	h := &runnerHarness{world: w, mgr: newProbe(t, w.sys), job: job}
 	spec := &msg.JobSpec{Id: job, App: app, Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
-	h.runner = w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: min, Max: max, Manager: h.mgr.pid,
+	h.runner = w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: min, Max: max, Profile: profileOf(app), Manager: h.mgr.pid,
 		Clusters: w.clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
 	sub := expect[*msg.SubmitMalleable](t, h.mgr, "submission")
 	if sub.Job.Id != job || sub.Min != int32(min) || sub.Max != int32(max) || sub.Profile != app {
@@ -255,7 +255,7 @@ func TestRunnerRequestsBeforeStartAreDeclined(t *testing.T) {
 	w.start(nil)
 	mgr := newProbe(t, w.sys)
 	spec := &msg.JobSpec{Id: "j1", App: "nbody", Size: 2}
-	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Manager: mgr.pid, Clusters: w.clusters, Env: w.env}))
+	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Profile: profileOf("nbody"), Manager: mgr.pid, Clusters: w.clusters, Env: w.env}))
 	expect[*msg.SubmitMalleable](t, mgr, "submission")
 	w.sys.Root.Send(r, &msg.GrowRequest{JobId: "j1", Processors: 2, RequestId: 5})
 	if rep := expect[*msg.ResizeReply](t, mgr, "reply"); rep.Accepted != 0 || rep.RequestId != 5 {

@@ -248,7 +248,7 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 		all[id], order = j, append(order, id)
 		spec := &msg.JobSpec{Id: id, App: "nbody", Size: 2, Request: "non-fixed"}
 		if j.malleable {
-			h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(p.pid), Min: 2, Max: 46, Profile: "nbody"})
+			h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(p.pid), Min: 2, Max: 46, Profile: "nbody", PowerOfTwo: profileOf("nbody").PowerOfTwo})
 		} else {
 			h.sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(p.pid)})
 		}

@@ -34,7 +34,8 @@ type SubmitMalleable struct {
 	Runner        *Pid                   `protobuf:"bytes,2,opt,name=runner,proto3" json:"runner,omitempty"`
 	Min           int32                  `protobuf:"varint,3,opt,name=min,proto3" json:"min,omitempty"`
 	Max           int32                  `protobuf:"varint,4,opt,name=max,proto3" json:"max,omitempty"`
-	Profile       string                 `protobuf:"bytes,5,opt,name=profile,proto3" json:"profile,omitempty"` // application profile (ft | nbody); empty: any count in [min, max]
+	Profile       string                 `protobuf:"bytes,5,opt,name=profile,proto3" json:"profile,omitempty"`                              // application profile (ft | nbody), for the records
+	PowerOfTwo    bool                   `protobuf:"varint,160,opt,name=power_of_two,json=powerOfTwo,proto3" json:"power_of_two,omitempty"` // the application runs only on power-of-two counts (FT); else any count in [min, max]
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -102,6 +103,13 @@ func (x *SubmitMalleable) GetProfile() string {
 		return x.Profile
 	}
 	return ""
+}
+
+func (x *SubmitMalleable) GetPowerOfTwo() bool {
+	if x != nil {
+		return x.PowerOfTwo
+	}
+	return false
 }
 
 // GrowRequest: manager -> MRunner: take up to `processors` more processors.
@@ -849,14 +857,16 @@ var File_malleable_proto protoreflect.FileDescriptor
 
 const file_malleable_proto_rawDesc = "" +
 	"\n" +
-	"\x0fmalleable.proto\x12\x05koala\x1a\vkoala.proto\"\x95\x01\n" +
+	"\x0fmalleable.proto\x12\x05koala\x1a\vkoala.proto\"\xb8\x01\n" +
 	"\x0fSubmitMalleable\x12 \n" +
 	"\x03job\x18\x01 \x01(\v2\x0e.koala.JobSpecR\x03job\x12\"\n" +
 	"\x06runner\x18\x02 \x01(\v2\n" +
 	".koala.PidR\x06runner\x12\x10\n" +
 	"\x03min\x18\x03 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x04 \x01(\x05R\x03max\x12\x18\n" +
-	"\aprofile\x18\x05 \x01(\tR\aprofile\"\x81\x01\n" +
+	"\aprofile\x18\x05 \x01(\tR\aprofile\x12!\n" +
+	"\fpower_of_two\x18\xa0\x01 \x01(\bR\n" +
+	"powerOfTwo\"\x81\x01\n" +
 	"\vGrowRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1e\n" +
 	"\n" +

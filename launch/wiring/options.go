@@ -105,8 +105,8 @@ func ScenarioEnv() scenarios.Env {
 		},
 		Profiles: map[string]scenarios.ProfileBounds{},
 	}
-	for _, n := range malleability.ProfileNames() {
-		if p, ok := malleability.LookupProfile(n); ok {
+	for _, n := range apps.ProfileNames() {
+		if p, ok := apps.LookupProfile(n); ok {
 			env.Profiles[n] = scenarios.ProfileBounds{Min: p.Min, Max: p.Max, PowerOfTwo: p.PowerOfTwo}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/runner"
 	"github.com/koala-emu/koala-emu/actors/scheduler"
 	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/nodes/apps"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -101,7 +102,10 @@ func (s *Spec) NodeConfig(env actors.Env, clusterName, name string, egress netem
 // malleable (Spec.Malleable), the rigid runner otherwise.
 func (s *Spec) Runner(env actors.Env, job *msg.JobSpec, p Peers, stats *malleable.Stats) *actor.Props {
 	if b, ok := s.Malleable[job.GetId()]; ok {
-		return malleable.RunnerProps(malleable.RunnerConfig{Job: job, Min: b.Min, Max: b.Max, Profile: job.GetApp(),
+		// Validation gave every malleable job an application with a
+		// profile; the zero Profile (any count in [Min, Max]) is never used.
+		prof, _ := apps.LookupProfile(job.GetApp())
+		return malleable.RunnerProps(malleable.RunnerConfig{Job: job, Min: b.Min, Max: b.Max, Profile: prof,
 			Manager: p.Scheduler, Clusters: p.Clusters, TimeScale: s.TimeScale, StartupDelay: s.Policy.StartupDelay,
 			RankTimeout: s.RankTimeout, Stats: stats, Env: env})
 	}

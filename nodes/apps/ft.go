@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/nodes/comm"
 )
 
@@ -70,7 +69,7 @@ func (f FT) RunMalleable(ctx context.Context, c *comm.Comm, p Params, ctl *Contr
 }
 
 type ftKernel struct {
-	prof  pm.Profile
+	prof  Profile
 	iters float64
 	xchg  int
 	asked map[int]bool

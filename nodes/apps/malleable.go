@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/nodes/comm"
 )
 
@@ -18,7 +17,7 @@ import (
 // new rank table with comm.Resize, and the job's data, a real byte array
 // block-distributed over the ranks, is redistributed over the network. New
 // ranks enter with comm.Endpoint.Join. Iterations follow the application's
-// profile (actors/policy/malleability): an iteration on n processors takes
+// profile (profile.go): an iteration on n processors takes
 // Exec(n) / iterations (divided by the node's speed) in all, its real
 // communication included, the emulated compute filling the rest; so a run
 // on a constant n processors of speed 1 takes Exec(n) at time scale 1, plus
@@ -349,7 +348,7 @@ func (s *mstate) handOver(ctx context.Context) error {
 // iterWork is the reference-processor work of one iteration on a rank of
 // a job of procs processors in all: the profile's time per iteration times
 // the rank's processors (Compute divides by them).
-func iterWork(prof pm.Profile, procs, rankProcs int, iterations float64) time.Duration {
+func iterWork(prof Profile, procs, rankProcs int, iterations float64) time.Duration {
 	return time.Duration(float64(prof.Exec(procs))/iterations) * time.Duration(rankProcs)
 }
 
@@ -369,12 +368,12 @@ func (s *mstate) compute(ctx context.Context, work time.Duration) error {
 
 // profileNominal is Nominal of a malleable application: the profile's
 // time on nodes single-processor nodes.
-func profileNominal(prof pm.Profile, nodes int) time.Duration {
+func profileNominal(prof Profile, nodes int) time.Duration {
 	return prof.Exec(max(nodes, 1))
 }
 
-func mustProfile(name string) pm.Profile {
-	p, ok := pm.LookupProfile(name)
+func mustProfile(name string) Profile {
+	p, ok := LookupProfile(name)
 	if !ok {
 		panic(fmt.Sprintf("apps: no malleability profile %q", name))
 	}
@@ -401,15 +400,4 @@ func byteSum(b []byte) float64 {
 		s += uint64(x)
 	}
 	return float64(s)
-}
-
-func floorPow2(n int) int {
-	if n < 1 {
-		return 0
-	}
-	p := 1
-	for p*2 <= n {
-		p *= 2
-	}
-	return p
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/nodes/comm"
 )
 
@@ -245,7 +244,7 @@ func TestMalleableRigidRunAndNominal(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is not Malleable", name)
 		}
-		prof, _ := pm.LookupProfile(m.Profile())
+		prof, _ := LookupProfile(m.Profile())
 		if app.Nominal(2) != prof.Exec(2) || app.Nominal(64) != prof.Exec(64) {
 			t.Errorf("%s: Nominal differs from the profile", name)
 		}

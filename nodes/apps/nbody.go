@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 	"github.com/koala-emu/koala-emu/nodes/comm"
 )
 
@@ -66,7 +65,7 @@ func (b NBody) RunMalleable(ctx context.Context, c *comm.Comm, p Params, ctl *Co
 }
 
 type nbodyKernel struct {
-	prof  pm.Profile
+	prof  Profile
 	iters float64
 	halo  int
 }

@@ -8,11 +8,12 @@ type Job struct {
 	// Start orders jobs by start time: smaller means started earlier. Ties are
 	// broken by ID, then by position in the slice.
 	Start int64
-	// Size is the current number of processors; Min and Max bound it.
+	// Size is the current number of processors; Min and Max bound it (the
+	// caller intersects the job's own bounds with its application's).
 	Size, Min, Max int
-	// Profile names the application profile (see Profiles). An empty or
-	// unknown name means an application that accepts any count in [Min, Max].
-	Profile string
+	// PowerOfTwo: the application runs only on a power-of-two count (FT);
+	// otherwise it accepts any count in [Min, Max].
+	PowerOfTwo bool
 }
 
 // Change is one grow or shrink order for a job.
@@ -26,19 +27,14 @@ type Change struct {
 }
 
 // shape is the set of sizes a job may have: the integers of [lo, hi], or only
-// the powers of two in it. Job bounds and profile bounds are intersected.
+// the powers of two in it.
 type shape struct {
 	lo, hi int
 	pow2   bool
 }
 
 func shapeOf(j Job) shape {
-	s := shape{lo: j.Min, hi: j.Max}
-	if p, ok := LookupProfile(j.Profile); ok {
-		s.lo = max(s.lo, p.Min)
-		s.hi = min(s.hi, p.Max)
-		s.pow2 = p.PowerOfTwo
-	}
+	s := shape{lo: j.Min, hi: j.Max, pow2: j.PowerOfTwo}
 	if s.lo < 1 {
 		s.lo = 1
 	}
@@ -68,9 +64,9 @@ func (s shape) valid(n int) bool {
 	return n >= s.lo && n <= s.hi && (!s.pow2 || isPow2(n))
 }
 
-// Bounds returns the smallest and largest sizes the job may have, after
-// intersecting its own [Min, Max] with its profile's and, for a power-of-two
-// application, rounding inwards to powers of two. lo > hi means no valid size.
+// Bounds returns the smallest and largest sizes the job may have: its
+// [Min, Max] with, for a power-of-two application, both ends rounded inwards
+// to powers of two. lo > hi means no valid size.
 func (j Job) Bounds() (lo, hi int) {
 	s := shapeOf(j)
 	return s.lo, s.hi

@@ -7,11 +7,11 @@ import (
 )
 
 func nbody(id string, start int64, size int) Job {
-	return Job{ID: id, Start: start, Size: size, Min: 2, Max: 46, Profile: "nbody"}
+	return Job{ID: id, Start: start, Size: size, Min: 2, Max: 46}
 }
 
 func ft(id string, start int64, size int) Job {
-	return Job{ID: id, Start: start, Size: size, Min: 2, Max: 32, Profile: "ft"}
+	return Job{ID: id, Start: start, Size: size, Min: 2, Max: 32, PowerOfTwo: true}
 }
 
 type policyCase struct {
@@ -52,7 +52,7 @@ func TestFPSMAGrow(t *testing.T) {
 			[]Job{ft("a", 1, 4)}, 20,
 			[]Change{{"a", 12}}},
 		{"job maxima cap growth", // b's own max 10 below the profile's 46
-			[]Job{nbody("a", 1, 45), {ID: "b", Start: 2, Size: 4, Min: 2, Max: 10, Profile: "nbody"}}, 20,
+			[]Job{nbody("a", 1, 45), {ID: "b", Start: 2, Size: 4, Min: 2, Max: 10}}, 20,
 			[]Change{{"a", 1}, {"b", 6}}},
 		{"nothing free", []Job{nbody("a", 1, 2)}, 0, nil},
 		{"no jobs", nil, 5, nil},
@@ -144,9 +144,9 @@ func TestJobTakeRelease(t *testing.T) {
 		{nbody("n", 0, 44), 5, 2, 5},
 		{nbody("n", 0, 2), 5, 5, 0},
 		// FT with a non-power-of-two minimum: its floor is the next power of two.
-		{Job{ID: "g", Size: 8, Min: 3, Max: 32, Profile: "ft"}, 8, 8, 4},
-		// Unknown profile: any count in [Min, Max].
-		{Job{ID: "u", Size: 5, Min: 1, Max: 6, Profile: "other"}, 3, 1, 3},
+		{Job{ID: "g", Size: 8, Min: 3, Max: 32, PowerOfTwo: true}, 8, 8, 4},
+		// Not a power-of-two application: any count in [Min, Max].
+		{Job{ID: "u", Size: 5, Min: 1, Max: 6}, 3, 1, 3},
 	}
 	for _, c := range cases {
 		if got := c.j.Take(c.arg); got != c.take {

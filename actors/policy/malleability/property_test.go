@@ -17,13 +17,13 @@ func randJobs(r *rand.Rand) []Job {
 		j := Job{ID: fmt.Sprintf("j%d", len(jobs)), Start: int64(r.IntN(6))}
 		switch r.IntN(3) {
 		case 0:
-			j.Profile = "ft"
-			j.Min = 1 + r.IntN(4)
-			j.Max = j.Min + r.IntN(40)
+			j.PowerOfTwo = true // FT: sizes 2..32, powers of two
+			j.Min = max(1+r.IntN(4), 2)
+			j.Max = min(j.Min+r.IntN(40), 32)
 		case 1:
-			j.Profile = "nbody"
-			j.Min = 1 + r.IntN(4)
-			j.Max = j.Min + r.IntN(50)
+			// GADGET-2: sizes 2..46
+			j.Min = max(1+r.IntN(4), 2)
+			j.Max = min(j.Min+r.IntN(50), 46)
 		default:
 			j.Min = 1 + r.IntN(4)
 			j.Max = j.Min + r.IntN(20)

@@ -1,4 +1,4 @@
-package malleability
+package apps
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Profile describes a malleable application on one cluster: the processor
+// Profile describes a malleable application on one cluster (SPEC §4): the processor
 // counts it can run on and its execution time as a function of that count.
 //
 // Execution-time model (Amdahl plus a linear communication overhead):
@@ -111,7 +111,7 @@ func ProfileNames() []string {
 }
 
 // ErrBadProfile reports a profile whose parameters cannot produce the model.
-var ErrBadProfile = errors.New("malleability: invalid profile")
+var ErrBadProfile = errors.New("apps: invalid malleability profile")
 
 // Validate checks that the profile's parameters make sense and that the fitted
 // model has no negative coefficient.
@@ -200,12 +200,4 @@ func floorPow2(n int) int {
 		return 0
 	}
 	return 1 << (bits.Len(uint(n)) - 1)
-}
-
-// ceilPow2 returns the smallest power of two >= n (1 for n < 1).
-func ceilPow2(n int) int {
-	if n <= 1 {
-		return 1
-	}
-	return 1 << bits.Len(uint(n-1))
 }
