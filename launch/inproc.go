@@ -10,7 +10,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/node"
 	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/launch/wiring"
@@ -87,7 +87,7 @@ type inprocRun struct {
 	clk     *clock.Scaled
 	env     actors.Env
 	line    *ptimer.Line
-	stats   *malleable.Stats
+	stats   *invariant.Stats
 	results *wiring.Results
 	undo    *wiring.Undo
 	stops   []*actor.PID

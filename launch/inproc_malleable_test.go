@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -36,7 +36,7 @@ func TestMalleableEndToEnd(t *testing.T) {
 	if !m.InvariantsHold {
 		t.Errorf("invariants violated: %v %v", m.Violations, m.Details)
 	}
-	for _, inv := range []string{malleable.InvMandatory, malleable.InvBounds, malleable.InvPow2, malleable.InvCapacity} {
+	for _, inv := range []string{invariant.Mandatory, invariant.Bounds, invariant.Pow2, invariant.Capacity} {
 		if m.Checks[inv] == 0 {
 			t.Errorf("invariant %s never checked", inv)
 		}

@@ -17,3 +17,12 @@ func (p *Pid) PID() *actor.PID {
 	}
 	return actor.NewPID(p.Address, p.Id)
 }
+
+// NodeNames returns the names of the nodes, in order (a ReleaseNodes list).
+func NodeNames(ns []*NodeRef) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Name
+	}
+	return out
+}

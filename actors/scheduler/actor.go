@@ -197,7 +197,7 @@ func (s *scheduler) claimed(ctx actor.Context, r *msg.ClaimReply) {
 	}
 	if e == nil {
 		if r.Ok { // a claim nobody waits for: give the nodes back
-			ctx.Send(s.cfg.Clusters[r.Cluster], &msg.ReleaseNodes{JobId: r.JobId, Nodes: names(r.Nodes)})
+			ctx.Send(s.cfg.Clusters[r.Cluster], &msg.ReleaseNodes{JobId: r.JobId, Nodes: msg.NodeNames(r.Nodes)})
 		}
 		return
 	}
@@ -216,7 +216,7 @@ func (s *scheduler) claimed(ctx actor.Context, r *msg.ClaimReply) {
 	if !ok {
 		for _, rep := range e.replies {
 			if rep.Ok {
-				ctx.Send(s.cfg.Clusters[rep.Cluster], &msg.ReleaseNodes{JobId: rep.JobId, Nodes: names(rep.Nodes)})
+				ctx.Send(s.cfg.Clusters[rep.Cluster], &msg.ReleaseNodes{JobId: rep.JobId, Nodes: msg.NodeNames(rep.Nodes)})
 			}
 		}
 		e.tries++
@@ -257,14 +257,6 @@ func (s *scheduler) reject(ctx actor.Context, e *entry, reason string) {
 	ev.Values = map[string]float64{"tries": float64(e.tries)}
 	s.cfg.Env.Emit(ev)
 	ctx.Send(e.runner, &msg.JobRejected{JobId: e.job.Id, Reason: reason, Tries: int32(e.tries)})
-}
-
-func names(ns []*msg.NodeRef) []string {
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = n.Name
-	}
-	return out
 }
 
 // netView answers the policies' network questions from the information

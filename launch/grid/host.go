@@ -18,7 +18,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/node"
 	"github.com/koala-emu/koala-emu/clock"
@@ -68,7 +68,7 @@ type host struct {
 	env    actors.Env
 	sh     *shaper
 	probe  *wiring.Prober
-	stats  *malleable.Stats // invariant counters of a malleable run's manager or runners
+	stats  *invariant.Stats // invariant counters of a malleable run's manager or runners
 	prov   membership.Provider
 	ctx    context.Context
 	stop   context.CancelFunc // ends Serve
@@ -165,7 +165,7 @@ func (h *host) start(undo *wiring.Undo) (err error) {
 	h.clk = clock.NewScaled(h.grid.Factor())
 	h.env = actors.Env{System: h.system, Clock: h.clk, Recorder: actor.NewPID(h.grid.Launcher, wiring.ActorRecorder)}
 	if h.grid.Policy.Malleability != nil && (cfg.Role == membership.RoleScheduler || cfg.Role == membership.RoleRunner) {
-		h.stats = malleable.NewStats()
+		h.stats = invariant.NewStats()
 	}
 	if cfg.Role == membership.RoleNode || cfg.Role == membership.RoleCluster {
 		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)

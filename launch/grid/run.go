@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors"
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/launch/membership"
@@ -238,7 +238,7 @@ func (r *gridRun) collectInvariants(ctx context.Context, rs *wiring.Results) {
 		fmt.Fprintf(r.opts.Progress, r.backend+": invariant counters not collected (violations counted from events): %v\n", err)
 		return
 	}
-	var inv malleable.Invariants
+	var inv invariant.Summary
 	for _, rep := range replies {
 		if ev, ok := rep.(*msg.Event); ok {
 			inv = wiring.AddInvariantReport(inv, ev)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
@@ -16,7 +16,7 @@ const KindInvariantReport = "invariant_report"
 
 // InvariantReport encodes a host's counters as the answer to a
 // KindInvariantReport request.
-func InvariantReport(inv malleable.Invariants) *msg.Event {
+func InvariantReport(inv invariant.Summary) *msg.Event {
 	ev := &msg.Event{Kind: KindInvariantReport, Values: map[string]float64{}, Fields: map[string]string{}}
 	for k, v := range inv.Checks {
 		ev.Values["check."+k] = float64(v)
@@ -31,7 +31,7 @@ func InvariantReport(inv malleable.Invariants) *msg.Event {
 }
 
 // AddInvariantReport adds a host's report to inv (which it returns).
-func AddInvariantReport(inv malleable.Invariants, ev *msg.Event) malleable.Invariants {
+func AddInvariantReport(inv invariant.Summary, ev *msg.Event) invariant.Summary {
 	if inv.Checks == nil {
 		inv.Checks = map[string]int{}
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/fidelity"
@@ -31,8 +31,8 @@ type Results struct {
 	out      string
 	events   *os.File
 	recorder *results.Recorder
-	stats    *malleable.Stats
-	reported *malleable.Invariants // the hosts' counters (SetReported)
+	stats    *invariant.Stats
+	reported *invariant.Summary // the hosts' counters (SetReported)
 
 	mu         sync.Mutex
 	violations map[string]int
@@ -79,12 +79,12 @@ func (r *Results) OnEvent(f func(*msg.Event)) {
 // runners that live in this process (nil for a rigid plan). Without it
 // (hosts in other processes) Finish counts the violations from the
 // "invariant_violation" events and reports no check counts.
-func (r *Results) SharedStats() *malleable.Stats {
+func (r *Results) SharedStats() *invariant.Stats {
 	if r.plan.Policy.Malleability == nil {
 		return nil
 	}
 	if r.stats == nil {
-		r.stats = malleable.NewStats()
+		r.stats = invariant.NewStats()
 	}
 	return r.stats
 }
@@ -92,7 +92,7 @@ func (r *Results) SharedStats() *malleable.Stats {
 // SetReported sets the invariant counters the hosts reported (see
 // KindInvariantReport); Finish then uses them instead of the violation
 // events.
-func (r *Results) SetReported(inv malleable.Invariants) {
+func (r *Results) SetReported(inv invariant.Summary) {
 	r.mu.Lock()
 	r.reported = &inv
 	r.mu.Unlock()

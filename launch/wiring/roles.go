@@ -7,8 +7,10 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/kis"
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/mmanager"
+	"github.com/koala-emu/koala-emu/actors/mrunner"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/node"
 	"github.com/koala-emu/koala-emu/actors/policy/placement"
@@ -35,10 +37,10 @@ type Peers struct {
 // so the information service and rigid runners reach it unchanged),
 // otherwise the co-allocating scheduler. stats counts the manager's
 // invariant checks (nil: counted only as violation events).
-func (s *Spec) Scheduler(env actors.Env, p Peers, stats *malleable.Stats) (*actor.Props, error) {
+func (s *Spec) Scheduler(env actors.Env, p Peers, stats *invariant.Stats) (*actor.Props, error) {
 	order := s.Order()
 	if m := s.Policy.Malleability; m != nil {
-		props, err := malleable.ManagerProps(malleable.ManagerConfig{
+		props, err := mmanager.Props(mmanager.Config{
 			Approach: m.Approach, Policy: m.Policy, Threshold: m.Threshold, Thresholds: m.Thresholds,
 			PollPeriod: m.PollPeriod, MaxTries: m.MaxTries, OpTimeout: m.OpTimeout,
 			Clusters: p.Clusters, Order: order, Stats: stats, Env: env,
@@ -100,12 +102,12 @@ func (s *Spec) NodeConfig(env actors.Env, clusterName, name string, egress netem
 
 // Runner builds a job's runner: a malleable runner when the job is
 // malleable (Spec.Malleable), the rigid runner otherwise.
-func (s *Spec) Runner(env actors.Env, job *msg.JobSpec, p Peers, stats *malleable.Stats) *actor.Props {
+func (s *Spec) Runner(env actors.Env, job *msg.JobSpec, p Peers, stats *invariant.Stats) *actor.Props {
 	if b, ok := s.Malleable[job.GetId()]; ok {
 		// Validation gave every malleable job an application with a
 		// profile; the zero Profile (any count in [Min, Max]) is never used.
 		prof, _ := apps.LookupProfile(job.GetApp())
-		return malleable.RunnerProps(malleable.RunnerConfig{Job: job, Min: b.Min, Max: b.Max, Profile: prof,
+		return mrunner.Props(mrunner.Config{Job: job, Min: b.Min, Max: b.Max, Profile: prof,
 			Manager: p.Scheduler, Clusters: p.Clusters, TimeScale: s.TimeScale, StartupDelay: s.Policy.StartupDelay,
 			RankTimeout: s.RankTimeout, Stats: stats, Env: env})
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors"
-	"github.com/koala-emu/koala-emu/actors/malleable"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -82,13 +82,13 @@ func TestJobSpec(t *testing.T) {
 
 // The hosts' invariant counters add up at the launcher.
 func TestInvariantReport(t *testing.T) {
-	a := malleable.Invariants{Checks: map[string]int{"size_bounds": 3, "threshold": 1}, Violations: map[string]int{"threshold": 1},
+	a := invariant.Summary{Checks: map[string]int{"size_bounds": 3, "threshold": 1}, Violations: map[string]int{"threshold": 1},
 		Details: []string{"threshold: over"}}
-	b := malleable.Invariants{Checks: map[string]int{"size_bounds": 2}, Violations: map[string]int{}}
-	var sum malleable.Invariants
+	b := invariant.Summary{Checks: map[string]int{"size_bounds": 2}, Violations: map[string]int{}}
+	var sum invariant.Summary
 	sum = AddInvariantReport(sum, InvariantReport(a))
 	sum = AddInvariantReport(sum, InvariantReport(b))
-	want := malleable.Invariants{Checks: map[string]int{"size_bounds": 5, "threshold": 1}, Violations: map[string]int{"threshold": 1},
+	want := invariant.Summary{Checks: map[string]int{"size_bounds": 5, "threshold": 1}, Violations: map[string]int{"threshold": 1},
 		Details: []string{"threshold: over"}}
 	if !reflect.DeepEqual(sum, want) {
 		t.Errorf("sum %+v, want %+v", sum, want)

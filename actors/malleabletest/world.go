@@ -1,4 +1,4 @@
-package malleable
+package malleabletest
 
 import (
 	"fmt"
@@ -13,28 +13,21 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/cluster"
+	"github.com/koala-emu/koala-emu/actors/invariant"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
 	"github.com/koala-emu/koala-emu/nodes/apps"
 )
 
-// profileOf is the built-in profile of app, as the wiring hands it to a
+// Profile is the built-in profile of app, as the wiring hands it to a
 // runner (the zero Profile for an application without one).
-func profileOf(app string) apps.Profile {
+func Profile(app string) apps.Profile {
 	p, _ := apps.LookupProfile(app)
 	return p
 }
 
-// The fakes below stand in for node actors and applications: a fake node
-// answers StartRank, RankTable, ResizeRanks and AbortRank like the real one,
-// and a fakeApp per job makes the job's ranks pass safe points together,
-// driven by a ticker. A job's work is counted in processor-iterations
-// (args["work"], default 40): each safe point consumes one unit per rank, so
-// growing a job makes it end sooner. Resizes are collective: they apply at
-// the first safe point where every rank has received its ResizeRanks.
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+// WaitFor polls cond until it holds or the deadline passes.
+func WaitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -46,12 +39,12 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 // events collects every event of a run.
-type events struct {
+type Events struct {
 	mu  sync.Mutex
 	all []*msg.Event
 }
 
-func (e *events) props() *actor.Props {
+func (e *Events) props() *actor.Props {
 	return actor.PropsFromFunc(func(ctx actor.Context) {
 		if ev, ok := ctx.Message().(*msg.Event); ok {
 			e.mu.Lock()
@@ -61,7 +54,7 @@ func (e *events) props() *actor.Props {
 	})
 }
 
-func (e *events) of(kind string) []*msg.Event {
+func (e *Events) Of(kind string) []*msg.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []*msg.Event
@@ -73,9 +66,9 @@ func (e *events) of(kind string) []*msg.Event {
 	return out
 }
 
-func (e *events) jobOf(kind, job string) []*msg.Event {
+func (e *Events) JobOf(kind, job string) []*msg.Event {
 	var out []*msg.Event
-	for _, ev := range e.of(kind) {
+	for _, ev := range e.Of(kind) {
 		if ev.JobId == job {
 			out = append(out, ev)
 		}
@@ -85,31 +78,31 @@ func (e *events) jobOf(kind, job string) []*msg.Event {
 
 // probe is an actor that forwards every protocol message to a channel, so a
 // test can play one side of an exchange.
-type probe struct {
-	pid *actor.PID
-	ch  chan interface{}
+type Probe struct {
+	PID *actor.PID
+	Ch  chan interface{}
 }
 
-func newProbe(t *testing.T, sys *actor.ActorSystem) *probe {
-	p := &probe{ch: make(chan interface{}, 1024)}
-	p.pid = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+func NewProbe(t *testing.T, sys *actor.ActorSystem) *Probe {
+	p := &Probe{Ch: make(chan interface{}, 1024)}
+	p.PID = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch ctx.Message().(type) {
 		case actor.SystemMessage, actor.AutoReceiveMessage:
 			return
 		}
-		p.ch <- ctx.Message()
+		p.Ch <- ctx.Message()
 	}))
-	t.Cleanup(func() { sys.Root.Stop(p.pid) })
+	t.Cleanup(func() { sys.Root.Stop(p.PID) })
 	return p
 }
 
 // expect waits for the next message of type T, skipping others.
-func expect[T any](t *testing.T, p *probe, what string) T {
+func Expect[T any](t *testing.T, p *Probe, what string) T {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
-		case m := <-p.ch:
+		case m := <-p.Ch:
 			if x, ok := m.(T); ok {
 				return x
 			}
@@ -253,64 +246,65 @@ func countDeparting(ms []*fakeMember) int {
 	return n
 }
 
-// world is a test harness: an actor system, a scaled clock, cluster managers
+// World is a test harness: an actor system, a scaled clock, cluster managers
 // with fake nodes, and the fake applications ticking.
-type world struct {
-	t        *testing.T
-	sys      *actor.ActorSystem
-	env      actors.Env
-	ev       *events
-	stats    *Stats
-	clusters map[string]*actor.PID
-	order    []string
-	mu       sync.Mutex
-	apps     map[string]*fakeApp
-	lag      int     // lag of new applications
-	resizeS  float64 // resize time the fake ranks report
-	stop     chan struct{}
-	sizes    map[string]int
-	// holdAborts makes a node whose rank is running (or joining) keep it
-	// after AbortRank until letGo: a real node's rank ends on its own
+type World struct {
+	T        *testing.T // the test the world belongs to
+	Sys      *actor.ActorSystem
+	Env      actors.Env
+	Events   *Events
+	Stats    *invariant.Stats
+	Clusters map[string]*actor.PID // cluster managers by name
+	Order    []string
+	Sizes    map[string]int // nodes per cluster
+	Lag      int            // extra safe points new applications wait before applying a resize
+	ResizeS  float64        // resize time the fake ranks report
+	// HoldAborts makes a node whose rank is running (or joining) keep it
+	// after AbortRank until LetGo: a real node's rank ends on its own
 	// goroutine, some time after the abort.
-	holdAborts bool
-	held       []*actor.PID
+	HoldAborts bool
+
+	mu   sync.Mutex
+	apps map[string]*fakeApp
+	stop chan struct{}
+	held []*actor.PID
 }
 
-// letGo ends the ranks held after their abort: each node reports RankDone
+// LetGo ends the ranks held after their abort: each node reports RankDone
 // and is free again. It returns how many there were.
-func (w *world) letGo() int {
+func (w *World) LetGo() int {
 	w.mu.Lock()
 	held := w.held
 	w.held = nil
 	w.mu.Unlock()
 	for _, pid := range held {
-		w.sys.Root.Send(pid, &fakeLetGo{})
+		w.Sys.Root.Send(pid, &fakeLetGo{})
 	}
 	return len(held)
 }
 
-// heldCount is the number of nodes holding an aborted rank.
-func (w *world) heldCount() int {
+// HeldCount is the number of nodes holding an aborted rank.
+func (w *World) HeldCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.held)
 }
 
-// newWorld builds the harness for clusters named in order with the given
+// NewWorld builds the harness for clusters named in order with the given
 // node counts. The cluster managers' PIDs are known at once (fixed names);
 // start spawns them, reporting to kis.
-func newWorld(t *testing.T, factor float64, sizes map[string]int, order ...string) *world {
-	w := &world{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(quiet)), ev: &events{}, stats: NewStats(),
-		clusters: map[string]*actor.PID{}, sizes: sizes, order: order, apps: map[string]*fakeApp{},
-		stop: make(chan struct{}), resizeS: 0.5}
-	rec := w.sys.Root.Spawn(w.ev.props())
-	w.env = actors.Env{System: w.sys, Clock: clock.NewScaled(factor), Recorder: rec}
+func NewWorld(t *testing.T, factor float64, sizes map[string]int, order ...string) *World {
+	w := &World{T: t, Sys: actor.NewActorSystem(actor.WithLoggerFactory(quiet)), Events: &Events{}, Stats: invariant.NewStats(),
+		Clusters: map[string]*actor.PID{}, Sizes: sizes, Order: order, apps: map[string]*fakeApp{},
+		stop: make(chan struct{}), ResizeS: 0.5}
+	rec := w.Sys.Root.Spawn(w.Events.props())
+	w.Env = actors.Env{System: w.Sys, Clock: clock.NewScaled(factor), Recorder: rec}
 	for _, c := range order {
-		w.clusters[c] = w.sys.NewLocalPID("cluster-" + c)
+		w.Clusters[c] = w.Sys.NewLocalPID("cluster-" + c)
 	}
 	t.Cleanup(func() {
 		close(w.stop)
-		w.sys.Shutdown()
+		w.Sys.Shutdown()
 	})
 	return w
 }
@@ -319,37 +313,89 @@ func quiet(*actor.ActorSystem) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// start spawns the fake nodes and the cluster managers and starts the
+// Start spawns the fake nodes and the cluster managers and starts the
 // applications' ticker.
-func (w *world) start(kis *actor.PID) {
-	for _, c := range w.order {
+func (w *World) Start(kis *actor.PID) {
+	for _, c := range w.Order {
 		var infos []cluster.NodeInfo
-		for i := 0; i < w.sizes[c]; i++ {
+		for i := 0; i < w.Sizes[c]; i++ {
 			name := fmt.Sprintf("%s-n%03d", c, i+1)
-			pid := w.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &fakeNode{w: w, name: name} }))
+			pid := w.Sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &fakeNode{w: w, name: name} }))
 			infos = append(infos, cluster.NodeInfo{Name: name, PID: pid})
 		}
-		if _, err := w.sys.Root.SpawnNamed(cluster.Props(cluster.Config{Name: c, Nodes: infos, KIS: kis, Env: w.env}), "cluster-"+c); err != nil {
-			w.t.Fatal(err)
+		if _, err := w.Sys.Root.SpawnNamed(cluster.Props(cluster.Config{Name: c, Nodes: infos, KIS: kis, Env: w.Env}), "cluster-"+c); err != nil {
+			w.T.Fatal(err)
 		}
 	}
 	go w.tick()
 }
 
-// finish makes a job's application end at its next safe point.
-func (w *world) finish(job string) {
+// Finish makes a job's application end at its next safe point.
+func (w *World) Finish(job string) {
 	w.mu.Lock()
 	a := w.apps[job]
 	w.mu.Unlock()
 	if a == nil {
-		w.t.Fatalf("no application for job %s", job)
+		w.T.Fatalf("no application for job %s", job)
 	}
 	a.mu.Lock()
 	a.work = 0
 	a.mu.Unlock()
 }
 
-func (w *world) tick() {
+// Members is the number of ranks of job's application (joining ones
+// included), 0 before its ranks connect.
+func (w *World) Members(job string) int {
+	a := w.lookup(job)
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.members)
+}
+
+// Joiners is the number of job's new ranks that hold their ResizeRanks and
+// wait for the next safe point to join.
+func (w *World) Joiners(job string) int {
+	a := w.lookup(job)
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, m := range a.members {
+		if m.joiner && m.pending != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// NodeOf returns the node running rank of job's application ("" if none).
+func (w *World) NodeOf(job string, rank int32) string {
+	a := w.lookup(job)
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range a.members {
+		if m.rank == rank && !m.joiner {
+			return m.node
+		}
+	}
+	return ""
+}
+
+func (w *World) lookup(job string) *fakeApp {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.apps[job]
+}
+
+func (w *World) tick() {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -364,13 +410,13 @@ func (w *world) tick() {
 			}
 			w.mu.Unlock()
 			for _, a := range apps {
-				a.step(w.sys.Root)
+				a.step(w.Sys.Root)
 			}
 		}
 	}
 }
 
-func (w *world) app(job string, runner *actor.PID, size int, args map[string]float64) *fakeApp {
+func (w *World) app(job string, runner *actor.PID, size int, args map[string]float64) *fakeApp {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	a := w.apps[job]
@@ -379,7 +425,7 @@ func (w *world) app(job string, runner *actor.PID, size int, args map[string]flo
 		if v, ok := args["work"]; ok {
 			work = int(v)
 		}
-		a = &fakeApp{job: job, runner: runner, work: work, size: size, members: map[string]*fakeMember{}, lag: w.lag, resizeS: w.resizeS}
+		a = &fakeApp{job: job, runner: runner, work: work, size: size, members: map[string]*fakeMember{}, lag: w.Lag, resizeS: w.ResizeS}
 		w.apps[job] = a
 	}
 	return a
@@ -392,7 +438,7 @@ type fakeFree struct{}
 type fakeLetGo struct{}
 
 type fakeNode struct {
-	w      *world
+	w      *World
 	name   string
 	job    string
 	rank   int32
@@ -400,7 +446,7 @@ type fakeNode struct {
 	runner *actor.PID
 	args   map[string]float64
 	state  int // 0 idle, 1 listening, 2 in the application
-	// aborting: an abort is held (see world.holdAborts); the node stays busy
+	// aborting: an abort is held (see World.holdAborts); the node stays busy
 	aborting bool
 }
 
@@ -450,7 +496,7 @@ func (n *fakeNode) Receive(ctx actor.Context) {
 		}
 		wasRunning := n.state == 2
 		n.w.mu.Lock()
-		hold := n.w.holdAborts && wasRunning
+		hold := n.w.HoldAborts && wasRunning
 		if hold {
 			n.w.held = append(n.w.held, ctx.Self())
 		}

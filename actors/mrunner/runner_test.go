@@ -1,4 +1,4 @@
-package malleable
+package mrunner
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/koala-emu/koala-emu/actors/invariant"
+	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
@@ -14,27 +16,27 @@ const wait = 10 * time.Second
 // runnerHarness plays the manager for one MRunner: it claims the initial
 // processors, places the job and checks the runner's replies.
 type runnerHarness struct {
-	*world
-	mgr    *probe
+	*mt.World
+	mgr    *mt.Probe
 	runner *actor.PID
 	job    string
 }
 
 func newRunnerHarness(t *testing.T, nodes int, job, app string, min, max int, lag int) *runnerHarness {
-	w := newWorld(t, 1000, map[string]int{"a": nodes}, "a")
-	w.lag = lag
-	w.start(nil)
-	h := &runnerHarness{world: w, mgr: newProbe(t, w.sys), job: job}
+	w := mt.NewWorld(t, 1000, map[string]int{"a": nodes}, "a")
+	w.Lag = lag
+	w.Start(nil)
+	h := &runnerHarness{World: w, mgr: mt.NewProbe(t, w.Sys), job: job}
 	spec := &msg.JobSpec{Id: job, App: app, Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
-	h.runner = w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: min, Max: max, Profile: profileOf(app), Manager: h.mgr.pid,
-		Clusters: w.clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.stats, Env: w.env}))
-	sub := expect[*msg.SubmitMalleable](t, h.mgr, "submission")
+	h.runner = w.Sys.Root.Spawn(Props(Config{Job: spec, Min: min, Max: max, Profile: mt.Profile(app), Manager: h.mgr.PID,
+		Clusters: w.Clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.Stats, Env: w.Env}))
+	sub := mt.Expect[*msg.SubmitMalleable](t, h.mgr, "submission")
 	if sub.Job.Id != job || sub.Min != int32(min) || sub.Max != int32(max) || sub.Profile != app {
 		t.Fatalf("submission %+v", sub)
 	}
 	nodes2 := h.claim(2, "initial")
-	w.sys.Root.Send(h.runner, &msg.JobPlaced{JobId: job, Allocations: []*msg.Allocation{{Cluster: "a", Nodes: nodes2}}})
-	st := expect[*msg.MalleableStatus](t, h.mgr, "running status")
+	w.Sys.Root.Send(h.runner, &msg.JobPlaced{JobId: job, Allocations: []*msg.Allocation{{Cluster: "a", Nodes: nodes2}}})
+	st := mt.Expect[*msg.MalleableStatus](t, h.mgr, "running status")
 	if !st.Running || st.Size != 2 || st.Cluster != "a" {
 		t.Fatalf("status %+v", st)
 	}
@@ -43,56 +45,56 @@ func newRunnerHarness(t *testing.T, nodes int, job, app string, min, max int, la
 
 // claim claims n processors of cluster a for the job (or for another holder).
 func (h *runnerHarness) claim(n int, holder string) []*msg.NodeRef {
-	h.t.Helper()
+	h.T.Helper()
 	id := h.job
 	if holder != "initial" {
 		id = holder
 	}
-	h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: id, Nodes: int32(n), ClaimId: 99, ReplyTo: msg.FromPID(h.mgr.pid)})
-	r := expect[*msg.ClaimReply](h.t, h.mgr, "claim reply")
+	h.Sys.Root.Send(h.Clusters["a"], &msg.Claim{JobId: id, Nodes: int32(n), ClaimId: 99, ReplyTo: msg.FromPID(h.mgr.PID)})
+	r := mt.Expect[*msg.ClaimReply](h.T, h.mgr, "claim reply")
 	if !r.Ok {
-		h.t.Fatalf("claim of %d for %s failed: %s", n, id, r.Reason)
+		h.T.Fatalf("claim of %d for %s failed: %s", n, id, r.Reason)
 	}
 	return r.Nodes
 }
 
 func (h *runnerHarness) grow(id int64, n int32, wantAccepted int32) {
-	h.t.Helper()
-	h.sys.Root.Send(h.runner, &msg.GrowRequest{JobId: h.job, Processors: n, RequestId: id})
-	r := expect[*msg.ResizeReply](h.t, h.mgr, "grow reply")
+	h.T.Helper()
+	h.Sys.Root.Send(h.runner, &msg.GrowRequest{JobId: h.job, Processors: n, RequestId: id})
+	r := mt.Expect[*msg.ResizeReply](h.T, h.mgr, "grow reply")
 	if r.RequestId != id || r.Accepted != wantAccepted {
-		h.t.Fatalf("grow %d by %d: reply %+v, want %d accepted", id, n, r, wantAccepted)
+		h.T.Fatalf("grow %d by %d: reply %+v, want %d accepted", id, n, r, wantAccepted)
 	}
 }
 
 func (h *runnerHarness) shrink(id int64, n int32, mandatory bool, wantAccepted int32) {
-	h.t.Helper()
-	h.sys.Root.Send(h.runner, &msg.ShrinkRequest{JobId: h.job, Processors: n, Mandatory: mandatory, RequestId: id})
-	r := expect[*msg.ResizeReply](h.t, h.mgr, "shrink reply")
+	h.T.Helper()
+	h.Sys.Root.Send(h.runner, &msg.ShrinkRequest{JobId: h.job, Processors: n, Mandatory: mandatory, RequestId: id})
+	r := mt.Expect[*msg.ResizeReply](h.T, h.mgr, "shrink reply")
 	if r.RequestId != id || r.Accepted != wantAccepted {
-		h.t.Fatalf("shrink %d by %d (mandatory %v): reply %+v, want %d accepted", id, n, mandatory, r, wantAccepted)
+		h.T.Fatalf("shrink %d by %d (mandatory %v): reply %+v, want %d accepted", id, n, mandatory, r, wantAccepted)
 	}
 }
 
 func (h *runnerHarness) ack(id int64, size int32, ok bool) *msg.ResizeAck {
-	h.t.Helper()
-	a := expect[*msg.ResizeAck](h.t, h.mgr, "ack")
+	h.T.Helper()
+	a := mt.Expect[*msg.ResizeAck](h.T, h.mgr, "ack")
 	if a.RequestId != id || a.NewSize != size || a.Ok != ok {
-		h.t.Fatalf("ack %+v, want request %d size %d ok %v", a, id, size, ok)
+		h.T.Fatalf("ack %+v, want request %d size %d ok %v", a, id, size, ok)
 	}
 	return a
 }
 
 func (h *runnerHarness) end() *msg.Event {
-	h.t.Helper()
-	h.finish(h.job)
-	f := expect[*msg.JobFinished](h.t, h.mgr, "job finished")
+	h.T.Helper()
+	h.Finish(h.job)
+	f := mt.Expect[*msg.JobFinished](h.T, h.mgr, "job finished")
 	if !f.Ok {
-		h.t.Fatalf("job failed: %s", f.Reason)
+		h.T.Fatalf("job failed: %s", f.Reason)
 	}
 	var end *msg.Event
-	waitFor(h.t, "end event", wait, func() bool {
-		evs := h.ev.jobOf("end", h.job)
+	mt.WaitFor(h.T, "end event", wait, func() bool {
+		evs := h.Events.JobOf("end", h.job)
 		if len(evs) == 1 {
 			end = evs[0]
 		}
@@ -103,12 +105,12 @@ func (h *runnerHarness) end() *msg.Event {
 
 // allFree checks that every processor of cluster a is free again.
 func (h *runnerHarness) allFree() {
-	h.t.Helper()
-	waitFor(h.t, "all processors free", wait, func() bool {
-		h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: "probe-all", Nodes: int32(h.sizes["a"]), ClaimId: 7, ReplyTo: msg.FromPID(h.mgr.pid)})
-		r := expect[*msg.ClaimReply](h.t, h.mgr, "claim of every processor")
+	h.T.Helper()
+	mt.WaitFor(h.T, "all processors free", wait, func() bool {
+		h.Sys.Root.Send(h.Clusters["a"], &msg.Claim{JobId: "probe-all", Nodes: int32(h.Sizes["a"]), ClaimId: 7, ReplyTo: msg.FromPID(h.mgr.PID)})
+		r := mt.Expect[*msg.ClaimReply](h.T, h.mgr, "claim of every processor")
 		if r.Ok {
-			h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "probe-all"})
+			h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "probe-all"})
 		}
 		return r.Ok
 	})
@@ -143,15 +145,15 @@ func TestRunnerGrowShrinkExchange(t *testing.T) {
 	if v["resize_s"] != 1.5 {
 		t.Fatalf("total resize time %v, want 3 x 0.5", v["resize_s"])
 	}
-	shr := h.ev.jobOf("shrink", "j1")
+	shr := h.Events.JobOf("shrink", "j1")
 	if len(shr) != 1 || shr[0].Values["safe_points"] != 1 || shr[0].Fields["mandatory"] != "true" || shr[0].Values["to"] != 5 {
 		t.Fatalf("shrink events %v", shr)
 	}
-	if d := h.ev.jobOf("resize_declined", "j1"); len(d) != 1 {
+	if d := h.Events.JobOf("resize_declined", "j1"); len(d) != 1 {
 		t.Fatalf("declined events %v", d)
 	}
 	var sizes []float64
-	for _, e := range h.ev.jobOf("procs", "j1") {
+	for _, e := range h.Events.JobOf("procs", "j1") {
 		sizes = append(sizes, e.Values["size"])
 	}
 	want := []float64{2, 8, 5, 6, 0}
@@ -163,12 +165,12 @@ func TestRunnerGrowShrinkExchange(t *testing.T) {
 			t.Fatalf("procs series %v, want %v", sizes, want)
 		}
 	}
-	inv := h.stats.Snapshot()
-	if !inv.OK() || inv.Checks[InvMandatory] != 1 || inv.Checks[InvBounds] < 4 {
+	inv := h.Stats.Snapshot()
+	if !inv.OK() || inv.Checks[invariant.Mandatory] != 1 || inv.Checks[invariant.Bounds] < 4 {
 		t.Fatalf("invariants %+v", inv)
 	}
 	// Release the other holder; then the job must have freed everything.
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "other"})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "other"})
 	h.allFree()
 }
 
@@ -182,7 +184,7 @@ func TestRunnerFTKeepsPowerOfTwo(t *testing.T) {
 	// run on 5, keeps 4 and gives the claimed processor back at once.
 	h.claim(3, "other")
 	h.grow(2, 4, 4)
-	vr := expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
+	vr := mt.Expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
 	if vr.Processors != 1 || vr.NewSize != 4 || vr.RequestId != 2 {
 		t.Fatalf("voluntary release %+v", vr)
 	}
@@ -197,14 +199,14 @@ func TestRunnerFTKeepsPowerOfTwo(t *testing.T) {
 	if end.Values["max_procs"] != 4 || end.Values["grows"] != 1 || end.Values["shrinks"] != 1 || end.Values["released"] != 1 {
 		t.Fatalf("end %v", end.Values)
 	}
-	if len(h.ev.jobOf("grow_failed", "f1")) != 1 || len(h.ev.jobOf("voluntary_release", "f1")) != 1 {
+	if len(h.Events.JobOf("grow_failed", "f1")) != 1 || len(h.Events.JobOf("voluntary_release", "f1")) != 1 {
 		t.Fatal("missing grow_failed or voluntary_release event")
 	}
-	inv := h.stats.Snapshot()
-	if !inv.OK() || inv.Checks[InvPow2] < 3 {
+	inv := h.Stats.Snapshot()
+	if !inv.OK() || inv.Checks[invariant.Pow2] < 3 {
 		t.Fatalf("invariants %+v", inv)
 	}
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "other"})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "other"})
 	h.allFree()
 }
 
@@ -217,15 +219,15 @@ func TestMandatoryShrinkLateIsReported(t *testing.T) {
 	h.shrink(2, 2, true, 2)
 	h.ack(2, 4, true)
 	h.end()
-	inv := h.stats.Snapshot()
-	if inv.Violations[InvMandatory] != 1 {
+	inv := h.Stats.Snapshot()
+	if inv.Violations[invariant.Mandatory] != 1 {
 		t.Fatalf("invariants %+v, want one late mandatory shrink", inv)
 	}
-	v := h.ev.of("invariant_violation")
-	if len(v) != 1 || v[0].Fields["invariant"] != InvMandatory || v[0].JobId != "j1" {
+	v := h.Events.Of("invariant_violation")
+	if len(v) != 1 || v[0].Fields["invariant"] != invariant.Mandatory || v[0].JobId != "j1" {
 		t.Fatalf("violation events %v", v)
 	}
-	if s := h.ev.jobOf("shrink", "j1"); len(s) != 1 || s[0].Values["safe_points"] != 2 {
+	if s := h.Events.JobOf("shrink", "j1"); len(s) != 1 || s[0].Values["safe_points"] != 2 {
 		t.Fatalf("shrink events %v", s)
 	}
 }
@@ -235,13 +237,8 @@ func TestMandatoryShrinkLateIsReported(t *testing.T) {
 func TestRunnerEndsDuringGrow(t *testing.T) {
 	h := newRunnerHarness(t, 10, "j1", "nbody", 2, 46, 1_000_000)
 	h.grow(1, 5, 5)
-	waitFor(t, "new ranks asked to join", wait, func() bool {
-		h.mu.Lock()
-		a := h.apps["j1"]
-		h.mu.Unlock()
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return len(a.members) == 7
+	mt.WaitFor(t, "new ranks asked to join", wait, func() bool {
+		return h.Members("j1") == 7
 	})
 	end := h.end()
 	if end.Values["grows"] != 0 || end.Values["max_procs"] != 2 {
@@ -251,22 +248,22 @@ func TestRunnerEndsDuringGrow(t *testing.T) {
 }
 
 func TestRunnerRequestsBeforeStartAreDeclined(t *testing.T) {
-	w := newWorld(t, 1000, map[string]int{"a": 4}, "a")
-	w.start(nil)
-	mgr := newProbe(t, w.sys)
+	w := mt.NewWorld(t, 1000, map[string]int{"a": 4}, "a")
+	w.Start(nil)
+	mgr := mt.NewProbe(t, w.Sys)
 	spec := &msg.JobSpec{Id: "j1", App: "nbody", Size: 2}
-	r := w.sys.Root.Spawn(RunnerProps(RunnerConfig{Job: spec, Min: 2, Max: 46, Profile: profileOf("nbody"), Manager: mgr.pid, Clusters: w.clusters, Env: w.env}))
-	expect[*msg.SubmitMalleable](t, mgr, "submission")
-	w.sys.Root.Send(r, &msg.GrowRequest{JobId: "j1", Processors: 2, RequestId: 5})
-	if rep := expect[*msg.ResizeReply](t, mgr, "reply"); rep.Accepted != 0 || rep.RequestId != 5 {
+	r := w.Sys.Root.Spawn(Props(Config{Job: spec, Min: 2, Max: 46, Profile: mt.Profile("nbody"), Manager: mgr.PID, Clusters: w.Clusters, Env: w.Env}))
+	mt.Expect[*msg.SubmitMalleable](t, mgr, "submission")
+	w.Sys.Root.Send(r, &msg.GrowRequest{JobId: "j1", Processors: 2, RequestId: 5})
+	if rep := mt.Expect[*msg.ResizeReply](t, mgr, "reply"); rep.Accepted != 0 || rep.RequestId != 5 {
 		t.Fatalf("reply %+v", rep)
 	}
-	w.sys.Root.Send(r, &msg.JobRejected{JobId: "j1", Reason: "no room", Tries: 3})
-	if f := expect[*msg.JobFinished](t, mgr, "finished"); f.Ok {
+	w.Sys.Root.Send(r, &msg.JobRejected{JobId: "j1", Reason: "no room", Tries: 3})
+	if f := mt.Expect[*msg.JobFinished](t, mgr, "finished"); f.Ok {
 		t.Fatal("rejected job finished ok")
 	}
-	waitFor(t, "failed end event", wait, func() bool {
-		e := w.ev.jobOf("end", "j1")
+	mt.WaitFor(t, "failed end event", wait, func() bool {
+		e := w.Events.JobOf("end", "j1")
 		return len(e) == 1 && e[0].Fields["status"] == "failed"
 	})
 }
@@ -277,9 +274,9 @@ func TestRunnerAppRelease(t *testing.T) {
 	h := newRunnerHarness(t, 8, "j1", "nbody", 2, 46, 0)
 	h.grow(1, 4, 4)
 	h.ack(1, 6, true)
-	h.sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 3, Processors: 1}) // not rank 0: ignored
-	h.sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 0, Processors: 2})
-	vr := expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
+	h.Sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 3, Processors: 1}) // not rank 0: ignored
+	h.Sys.Root.Send(h.runner, &msg.AppRelease{JobId: "j1", Rank: 0, Processors: 2})
+	vr := mt.Expect[*msg.VoluntaryRelease](t, h.mgr, "voluntary release")
 	if vr.Processors != 2 || vr.NewSize != 4 || vr.RequestId != 0 {
 		t.Fatalf("voluntary release %+v", vr)
 	}
@@ -287,7 +284,7 @@ func TestRunnerAppRelease(t *testing.T) {
 	if end.Values["shrinks"] != 1 || end.Values["released"] != 2 || end.Values["final_procs"] != 4 {
 		t.Fatalf("end %v", end.Values)
 	}
-	if s := h.ev.jobOf("shrink", "j1"); len(s) != 1 || s[0].Fields["initiator"] != ByApp || s[0].Fields["mandatory"] != "false" {
+	if s := h.Events.JobOf("shrink", "j1"); len(s) != 1 || s[0].Fields["initiator"] != ByApp || s[0].Fields["mandatory"] != "false" {
 		t.Fatalf("shrink events %v", s)
 	}
 	h.allFree()
@@ -298,20 +295,13 @@ func TestRunnerAppRelease(t *testing.T) {
 // more, it declines new requests and the job still completes.
 func TestRunnerDeclinesResizesOnceTheApplicationEnds(t *testing.T) {
 	h := newRunnerHarness(t, 8, "j1", "nbody", 2, 46, 0)
-	h.mu.Lock()
-	a := h.apps["j1"]
-	h.mu.Unlock()
-	var last *fakeMember
-	a.mu.Lock()
-	for _, m := range a.members {
-		if m.rank == 1 {
-			last = m
-		}
+	last := h.NodeOf("j1", 1)
+	if last == "" {
+		t.Fatal("no node runs rank 1")
 	}
-	a.mu.Unlock()
-	h.sys.Root.Send(h.runner, &msg.RankDone{JobId: "j1", Rank: 1, Node: last.node, Ok: true, Iterations: 3})
-	h.sys.Root.Send(h.runner, &msg.GrowRequest{JobId: "j1", Processors: 4, RequestId: 1})
-	r := expect[*msg.ResizeReply](t, h.mgr, "grow reply")
+	h.Sys.Root.Send(h.runner, &msg.RankDone{JobId: "j1", Rank: 1, Node: last, Ok: true, Iterations: 3})
+	h.Sys.Root.Send(h.runner, &msg.GrowRequest{JobId: "j1", Processors: 4, RequestId: 1})
+	r := mt.Expect[*msg.ResizeReply](t, h.mgr, "grow reply")
 	if r.Accepted != 0 || r.Reason == "" {
 		t.Fatalf("grow while ending: reply %+v", r)
 	}

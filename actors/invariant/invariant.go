@@ -1,4 +1,4 @@
-package malleable
+package invariant
 
 import (
 	"sort"
@@ -9,25 +9,26 @@ import (
 
 // Invariant names, fixed so results can count them.
 const (
-	// InvCapacity: the processors KOALA's jobs hold in a cluster, by the
+	// Capacity: the processors KOALA's jobs hold in a cluster, by the
 	// manager's books, never exceed the cluster's capacity.
-	InvCapacity = "cluster_capacity"
-	// InvThreshold: nor the threshold's cap (floor(threshold x capacity)).
-	InvThreshold = "threshold"
-	// InvBounds: every running malleable job's size is within [min, max].
-	InvBounds = "size_bounds"
-	// InvPow2: a power-of-two application (FT) always runs on a power of two.
-	InvPow2 = "ft_pow2"
-	// InvMandatory: a mandatory shrink is honoured at the first safe point
+	Capacity = "cluster_capacity"
+	// Threshold: nor the threshold's cap (floor(threshold x capacity)).
+	Threshold = "threshold"
+	// Bounds: every running malleable job's size is within [min, max].
+	Bounds = "size_bounds"
+	// Pow2: a power-of-two application (FT) always runs on a power of two.
+	Pow2 = "ft_pow2"
+	// Mandatory: a mandatory shrink is honoured at the first safe point
 	// after the request reached the application.
-	InvMandatory = "mandatory_shrink"
+	Mandatory = "mandatory_shrink"
 )
 
 // maxDetails bounds the violation details a Stats keeps.
 const maxDetails = 50
 
 // Stats counts the invariant checks of a run and their violations. It is
-// safe for concurrent use: the manager and every MRunner of a run share one.
+// safe for concurrent use: the manager and every MRunner of a run (of one
+// process) share one.
 // A nil *Stats counts nothing (checks still emit violation events).
 type Stats struct {
 	mu         sync.Mutex
@@ -41,8 +42,8 @@ func NewStats() *Stats {
 	return &Stats{checks: map[string]int{}, violations: map[string]int{}}
 }
 
-// Invariants is a snapshot of a Stats.
-type Invariants struct {
+// Summary is a snapshot of a Stats.
+type Summary struct {
 	Checks     map[string]int `json:"checks"`
 	Violations map[string]int `json:"violations"`
 	// Details of the first violations, in the order they happened.
@@ -50,7 +51,7 @@ type Invariants struct {
 }
 
 // OK reports whether no check failed.
-func (i Invariants) OK() bool {
+func (i Summary) OK() bool {
 	for _, v := range i.Violations {
 		if v > 0 {
 			return false
@@ -60,7 +61,7 @@ func (i Invariants) OK() bool {
 }
 
 // Names returns the invariants checked, sorted.
-func (i Invariants) Names() []string {
+func (i Summary) Names() []string {
 	out := make([]string, 0, len(i.Checks))
 	for k := range i.Checks {
 		out = append(out, k)
@@ -70,8 +71,8 @@ func (i Invariants) Names() []string {
 }
 
 // Snapshot copies the counters.
-func (s *Stats) Snapshot() Invariants {
-	out := Invariants{Checks: map[string]int{}, Violations: map[string]int{}}
+func (s *Stats) Snapshot() Summary {
+	out := Summary{Checks: map[string]int{}, Violations: map[string]int{}}
 	if s == nil {
 		return out
 	}
@@ -102,9 +103,10 @@ func (s *Stats) record(name string, ok bool, detail string) {
 	}
 }
 
-// check counts one check and, when it failed, emits an
-// "invariant_violation" event (fields invariant, detail). It returns ok.
-func check(env actors.Env, st *Stats, source, jobID, name string, ok bool, detail func() string) bool {
+// Check counts one check of the invariant name and, when it failed, emits
+// an "invariant_violation" event from source about jobID (fields invariant,
+// detail; detail is called only on failure). It returns ok.
+func Check(env actors.Env, st *Stats, source, jobID, name string, ok bool, detail func() string) bool {
 	d := ""
 	if !ok {
 		d = detail()

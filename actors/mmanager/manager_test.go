@@ -1,4 +1,4 @@
-package malleable
+package mmanager
 
 import (
 	"testing"
@@ -6,55 +6,59 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/koala-emu/koala-emu/actors/invariant"
+	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
+
+const wait = 10 * time.Second
 
 // managerHarness runs the manager against real cluster managers; the test
 // plays the runners through probes.
 type managerHarness struct {
-	*world
+	*mt.World
 	mm *actor.PID
 }
 
 func newManagerHarness(t *testing.T, approach, policy string, threshold float64, sizes map[string]int, order ...string) *managerHarness {
-	w := newWorld(t, 1000, sizes, order...)
-	h := &managerHarness{world: w}
-	props, err := ManagerProps(ManagerConfig{Approach: approach, Policy: policy, Threshold: threshold,
-		PollPeriod: 30 * time.Second, Clusters: w.clusters, Order: order, Stats: w.stats, Env: w.env})
+	w := mt.NewWorld(t, 1000, sizes, order...)
+	h := &managerHarness{World: w}
+	props, err := Props(Config{Approach: approach, Policy: policy, Threshold: threshold,
+		PollPeriod: 30 * time.Second, Clusters: w.Clusters, Order: order, Stats: w.Stats, Env: w.Env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.mm, err = w.sys.Root.SpawnNamed(props, "mm")
+	h.mm, err = w.Sys.Root.SpawnNamed(props, "mm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.start(h.mm)
+	w.Start(h.mm)
 	return h
 }
 
 // fakeRunner is a runner played by the test.
 type fakeRunner struct {
 	h   *managerHarness
-	p   *probe
+	p   *mt.Probe
 	job string
 }
 
 func (h *managerHarness) submit(job, app string, size, min, max int) *fakeRunner {
-	r := &fakeRunner{h: h, p: newProbe(h.t, h.sys), job: job}
+	r := &fakeRunner{h: h, p: mt.NewProbe(h.T, h.Sys), job: job}
 	spec := &msg.JobSpec{Id: job, App: app, Size: int32(size), Request: "non-fixed"}
 	if min == 0 {
-		h.sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(r.p.pid)})
+		h.Sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(r.p.PID)})
 	} else {
-		h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(r.p.pid), Min: int32(min), Max: int32(max), Profile: app, PowerOfTwo: profileOf(app).PowerOfTwo})
+		h.Sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(r.p.PID), Min: int32(min), Max: int32(max), Profile: app, PowerOfTwo: mt.Profile(app).PowerOfTwo})
 	}
 	return r
 }
 
 func (r *fakeRunner) placed() *msg.JobPlaced {
-	r.h.t.Helper()
-	p := expect[*msg.JobPlaced](r.h.t, r.p, r.job+" placed")
+	r.h.T.Helper()
+	p := mt.Expect[*msg.JobPlaced](r.h.T, r.p, r.job+" placed")
 	if p.JobId != r.job || len(p.Allocations) != 1 {
-		r.h.t.Fatalf("placement %+v", p)
+		r.h.T.Fatalf("placement %+v", p)
 	}
 	return p
 }
@@ -62,30 +66,30 @@ func (r *fakeRunner) placed() *msg.JobPlaced {
 // quiet checks that nothing arrived for the runner during the next polls
 // (each poll emits one cluster_util event per cluster).
 func (r *fakeRunner) quiet(polls int) {
-	r.h.t.Helper()
-	n := len(r.h.ev.of("cluster_util")) + polls*len(r.h.order)
-	waitFor(r.h.t, "manager polls", wait, func() bool { return len(r.h.ev.of("cluster_util")) >= n })
+	r.h.T.Helper()
+	n := len(r.h.Events.Of("cluster_util")) + polls*len(r.h.Order)
+	mt.WaitFor(r.h.T, "manager polls", wait, func() bool { return len(r.h.Events.Of("cluster_util")) >= n })
 	select {
-	case m := <-r.p.ch:
-		r.h.t.Fatalf("%s: unexpected %T %v", r.job, m, m)
+	case m := <-r.p.Ch:
+		r.h.T.Fatalf("%s: unexpected %T %v", r.job, m, m)
 	default:
 	}
 }
 
 func (r *fakeRunner) running(size int) {
-	r.h.sys.Root.Send(r.h.mm, &msg.MalleableStatus{JobId: r.job, Cluster: "a", Size: int32(size), Running: true,
-		StartS: r.h.env.Now()})
+	r.h.Sys.Root.Send(r.h.mm, &msg.MalleableStatus{JobId: r.job, Cluster: "a", Size: int32(size), Running: true,
+		StartS: r.h.Env.Now()})
 }
 
 // claimAndAck plays a grow: claims the processors itself and acknowledges.
 func (r *fakeRunner) growTo(req *msg.GrowRequest, accepted int, from int) {
-	r.h.t.Helper()
-	r.h.sys.Root.Send(r.h.mm, &msg.ResizeReply{JobId: r.job, RequestId: req.RequestId, Accepted: int32(accepted)})
-	r.h.sys.Root.Send(r.h.clusters["a"], &msg.Claim{JobId: r.job, Nodes: int32(accepted), ClaimId: 1, ReplyTo: msg.FromPID(r.p.pid)})
-	if c := expect[*msg.ClaimReply](r.h.t, r.p, "grow claim"); !c.Ok {
-		r.h.t.Fatalf("%s: grow claim failed: %s", r.job, c.Reason)
+	r.h.T.Helper()
+	r.h.Sys.Root.Send(r.h.mm, &msg.ResizeReply{JobId: r.job, RequestId: req.RequestId, Accepted: int32(accepted)})
+	r.h.Sys.Root.Send(r.h.Clusters["a"], &msg.Claim{JobId: r.job, Nodes: int32(accepted), ClaimId: 1, ReplyTo: msg.FromPID(r.p.PID)})
+	if c := mt.Expect[*msg.ClaimReply](r.h.T, r.p, "grow claim"); !c.Ok {
+		r.h.T.Fatalf("%s: grow claim failed: %s", r.job, c.Reason)
 	}
-	r.h.sys.Root.Send(r.h.mm, &msg.ResizeAck{JobId: r.job, RequestId: req.RequestId, NewSize: int32(from + accepted), OldSize: int32(from), Ok: true})
+	r.h.Sys.Root.Send(r.h.mm, &msg.ResizeAck{JobId: r.job, RequestId: req.RequestId, NewSize: int32(from + accepted), OldSize: int32(from), Ok: true})
 }
 
 func TestManagerPRANeverCountsTwice(t *testing.T) {
@@ -96,7 +100,7 @@ func TestManagerPRANeverCountsTwice(t *testing.T) {
 		t.Fatalf("placement %+v", p)
 	}
 	j1.running(2)
-	g := expect[*msg.GrowRequest](t, j1.p, "grow of j1")
+	g := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1")
 	// FT at 2 with maximum 8 is offered the 8 free processors and takes 6.
 	if g.Processors != 6 || g.Mandatory {
 		t.Fatalf("grow %+v", g)
@@ -110,19 +114,19 @@ func TestManagerPRANeverCountsTwice(t *testing.T) {
 	j1.growTo(g, 6, 2)
 	j3.quiet(2)
 	// j2 ends: j1 is at its maximum, so PRA starts j3.
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j2", Nodes: nodeNames(p2.Allocations[0].Nodes)})
-	h.sys.Root.Send(h.mm, &msg.JobFinished{JobId: "j2", Ok: true})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j2", Nodes: msg.NodeNames(p2.Allocations[0].Nodes)})
+	h.Sys.Root.Send(h.mm, &msg.JobFinished{JobId: "j2", Ok: true})
 	j3.placed()
-	inv := h.stats.Snapshot()
-	if !inv.OK() || inv.Checks[InvCapacity] == 0 || inv.Checks[InvBounds] == 0 || inv.Checks[InvPow2] == 0 {
+	inv := h.Stats.Snapshot()
+	if !inv.OK() || inv.Checks[invariant.Capacity] == 0 || inv.Checks[invariant.Bounds] == 0 || inv.Checks[invariant.Pow2] == 0 {
 		t.Fatalf("invariants %+v", inv)
 	}
-	waitFor(t, "three placed events", wait, func() bool { return len(h.ev.of("placed")) == 3 })
+	mt.WaitFor(t, "three placed events", wait, func() bool { return len(h.Events.Of("placed")) == 3 })
 	// j1 gives 4 processors back on its own: the manager's books follow, and
 	// the next round offers them to j1 again.
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n005", "a-n006", "a-n007", "a-n008"}})
-	h.sys.Root.Send(h.mm, &msg.VoluntaryRelease{JobId: "j1", Processors: 4, NewSize: 4})
-	if g := expect[*msg.GrowRequest](t, j1.p, "grow of j1 after its release"); g.Processors != 4 {
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n005", "a-n006", "a-n007", "a-n008"}})
+	h.Sys.Root.Send(h.mm, &msg.VoluntaryRelease{JobId: "j1", Processors: 4, NewSize: 4})
+	if g := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1 after its release"); g.Processors != 4 {
 		t.Fatalf("grow %+v", g)
 	}
 }
@@ -132,7 +136,7 @@ func TestManagerPWAShrinksForWaitingJob(t *testing.T) {
 	j1 := h.submit("j1", "nbody", 2, 2, 46)
 	j1.placed()
 	j1.running(2)
-	g := expect[*msg.GrowRequest](t, j1.p, "grow of j1")
+	g := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1")
 	if g.Processors != 6 {
 		t.Fatalf("grow %+v", g)
 	}
@@ -141,20 +145,20 @@ func TestManagerPWAShrinksForWaitingJob(t *testing.T) {
 	// A new job finds no room: j1 must shrink by 2, mandatorily, and the new
 	// job is claimed only once the shrink is acknowledged.
 	j2 := h.submit("j2", "ft", 2, 2, 32)
-	s := expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
+	s := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
 	if s.Processors != 2 || !s.Mandatory {
 		t.Fatalf("shrink %+v", s)
 	}
 	j2.quiet(3)
-	h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 2})
+	h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 2})
 	j2.quiet(1)
 	// The runner frees two processors, then acknowledges.
 	var held []string
 	for i := 1; i <= 8; i++ {
 		held = append(held, "a-n00"+string(rune('0'+i)))
 	}
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: held[6:]})
-	h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 6, OldSize: 8, Ok: true})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: held[6:]})
+	h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 6, OldSize: 8, Ok: true})
 	p := j2.placed()
 	if len(p.Allocations[0].Nodes) != 2 {
 		t.Fatalf("placement %+v", p)
@@ -162,11 +166,11 @@ func TestManagerPWAShrinksForWaitingJob(t *testing.T) {
 	j2.running(2)
 	// Nobody waits and no processor is free: no more requests.
 	j1.quiet(3)
-	if !h.stats.Snapshot().OK() {
-		t.Fatalf("invariants %+v", h.stats.Snapshot())
+	if !h.Stats.Snapshot().OK() {
+		t.Fatalf("invariants %+v", h.Stats.Snapshot())
 	}
-	waitFor(t, "two requests recorded", wait, func() bool { return len(h.ev.of("resize_request")) >= 2 })
-	req := h.ev.of("resize_request")
+	mt.WaitFor(t, "two requests recorded", wait, func() bool { return len(h.Events.Of("resize_request")) >= 2 })
+	req := h.Events.Of("resize_request")
 	if len(req) != 2 || req[1].Fields["op"] != "shrink" || req[1].Fields["mandatory"] != "true" {
 		t.Fatalf("requests %v", req)
 	}
@@ -183,8 +187,8 @@ func TestManagerPWAGrowsWhenShrinkingCannotHelp(t *testing.T) {
 	big := h.submit("big", "nbody", 6, 0, 0) // rigid, 6 of the 4 free: never while j1 and j2 run
 	j1.running(2)
 	j2.running(2)
-	g1 := expect[*msg.GrowRequest](t, j1.p, "grow of j1")
-	g2 := expect[*msg.GrowRequest](t, j2.p, "grow of j2")
+	g1 := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1")
+	g2 := mt.Expect[*msg.GrowRequest](t, j2.p, "grow of j2")
 	if g1.Processors != 2 || g2.Processors != 2 {
 		t.Fatalf("EGS grows %d and %d, want 2 and 2", g1.Processors, g2.Processors)
 	}
@@ -196,28 +200,28 @@ func TestManagerRejections(t *testing.T) {
 	// Wait until both clusters have reported.
 	j0 := h.submit("j0", "nbody", 2, 0, 0)
 	j0.placed()
-	h.sys.Root.Send(h.clusters["b"], &msg.Claim{JobId: "x", Nodes: 1, ClaimId: 1, ReplyTo: msg.FromPID(j0.p.pid)})
-	expect[*msg.ClaimReply](t, j0.p, "claim")
-	h.sys.Root.Send(h.clusters["b"], &msg.ReleaseNodes{JobId: "x"})
+	h.Sys.Root.Send(h.Clusters["b"], &msg.Claim{JobId: "x", Nodes: 1, ClaimId: 1, ReplyTo: msg.FromPID(j0.p.PID)})
+	mt.Expect[*msg.ClaimReply](t, j0.p, "claim")
+	h.Sys.Root.Send(h.Clusters["b"], &msg.ReleaseNodes{JobId: "x"})
 	// Cap of a is 4, of b 3.
 	big := h.submit("big", "nbody", 5, 2, 46)
-	if r := expect[*msg.JobRejected](t, big.p, "rejection"); r.Reason != ReasonNeverFits+" (5 processors)" {
+	if r := mt.Expect[*msg.JobRejected](t, big.p, "rejection"); r.Reason != ReasonNeverFits+" (5 processors)" {
 		t.Fatalf("reason %q", r.Reason)
 	}
 	odd := h.submit("odd", "ft", 3, 2, 32)
-	if r := expect[*msg.JobRejected](t, odd.p, "rejection"); r.Reason == "" {
+	if r := mt.Expect[*msg.JobRejected](t, odd.p, "rejection"); r.Reason == "" {
 		t.Fatal("FT of 3 accepted")
 	}
-	co := &fakeRunner{h: h, p: newProbe(t, h.sys), job: "co"}
-	h.sys.Root.Send(h.mm, &msg.SubmitJob{Job: &msg.JobSpec{Id: "co", App: "nbody", Size: 4,
-		Components: []*msg.Component{{Cluster: "a", Size: 2}, {Cluster: "b", Size: 2}}}, Runner: msg.FromPID(co.p.pid)})
-	if r := expect[*msg.JobRejected](t, co.p, "rejection"); r.Reason != ReasonCoalloc {
+	co := &fakeRunner{h: h, p: mt.NewProbe(t, h.Sys), job: "co"}
+	h.Sys.Root.Send(h.mm, &msg.SubmitJob{Job: &msg.JobSpec{Id: "co", App: "nbody", Size: 4,
+		Components: []*msg.Component{{Cluster: "a", Size: 2}, {Cluster: "b", Size: 2}}}, Runner: msg.FromPID(co.p.PID)})
+	if r := mt.Expect[*msg.JobRejected](t, co.p, "rejection"); r.Reason != ReasonCoalloc {
 		t.Fatalf("reason %q", r.Reason)
 	}
-	if _, err := ManagerProps(ManagerConfig{Approach: "pra", Policy: "nope"}); err == nil {
+	if _, err := Props(Config{Approach: "pra", Policy: "nope"}); err == nil {
 		t.Fatal("unknown policy accepted")
 	}
-	if _, err := ManagerProps(ManagerConfig{Approach: "later", Policy: "egs"}); err == nil {
+	if _, err := Props(Config{Approach: "later", Policy: "egs"}); err == nil {
 		t.Fatal("unknown approach accepted")
 	}
 }

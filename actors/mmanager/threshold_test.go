@@ -1,4 +1,4 @@
-package malleable
+package mmanager
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/actors/invariant"
+	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
@@ -20,17 +22,17 @@ import (
 // scenario time, on one cluster "a" of 10 processors of which KOALA may hold
 // 8 (threshold 0.8).
 func newCapHarness(t *testing.T, approach string, opTimeout time.Duration) *managerHarness {
-	w := newWorld(t, 1000, map[string]int{"a": 10}, "a")
-	h := &managerHarness{world: w}
-	props, err := ManagerProps(ManagerConfig{Approach: approach, Policy: "fpsma", Threshold: 0.8,
-		PollPeriod: 30 * time.Second, OpTimeout: opTimeout, Clusters: w.clusters, Order: w.order, Stats: w.stats, Env: w.env})
+	w := mt.NewWorld(t, 1000, map[string]int{"a": 10}, "a")
+	h := &managerHarness{World: w}
+	props, err := Props(Config{Approach: approach, Policy: "fpsma", Threshold: 0.8,
+		PollPeriod: 30 * time.Second, OpTimeout: opTimeout, Clusters: w.Clusters, Order: w.Order, Stats: w.Stats, Env: w.Env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.mm, err = w.sys.Root.SpawnNamed(props, "mm"); err != nil {
+	if h.mm, err = w.Sys.Root.SpawnNamed(props, "mm"); err != nil {
 		t.Fatal(err)
 	}
-	w.start(h.mm)
+	w.Start(h.mm)
 	return h
 }
 
@@ -41,7 +43,7 @@ func fillToCap(t *testing.T, h *managerHarness) *fakeRunner {
 	j1 := h.submit("j1", "nbody", 2, 2, 46)
 	j1.placed()
 	j1.running(2)
-	g := expect[*msg.GrowRequest](t, j1.p, "grow of j1")
+	g := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1")
 	if g.Processors != 6 {
 		t.Fatalf("grow of %d, want 6 (to the cap of 8)", g.Processors)
 	}
@@ -51,17 +53,17 @@ func fillToCap(t *testing.T, h *managerHarness) *fakeRunner {
 
 // endJob plays a runner's end: it frees the job's processors, then says so.
 func endJob(h *managerHarness, job string) {
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: job})
-	h.sys.Root.Send(h.mm, &msg.JobFinished{JobId: job, Ok: true})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: job})
+	h.Sys.Root.Send(h.mm, &msg.JobFinished{JobId: job, Ok: true})
 }
 
 func checkInvariants(t *testing.T, h *managerHarness) {
 	t.Helper()
-	inv := h.stats.Snapshot()
+	inv := h.Stats.Snapshot()
 	if !inv.OK() {
 		t.Fatalf("invariants violated: %+v", inv)
 	}
-	if inv.Checks[InvThreshold] == 0 {
+	if inv.Checks[invariant.Threshold] == 0 {
 		t.Fatalf("the threshold was never checked: %+v", inv)
 	}
 }
@@ -73,15 +75,15 @@ func TestPWAStartWaitsWhenShrinkIsDeclined(t *testing.T) {
 	h := newCapHarness(t, "pwa", 0)
 	j1 := fillToCap(t, h)
 	j2 := h.submit("j2", "nbody", 2, 0, 0)
-	s := expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
+	s := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
 	if s.Processors != 2 || !s.Mandatory {
 		t.Fatalf("shrink %+v", s)
 	}
-	h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 0, Reason: "the application is ending"})
+	h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 0, Reason: "the application is ending"})
 	// Two idle processors remain in the cluster (outside KOALA's share):
 	// claiming them now would hold 10 of a cap of 8.
 	j2.quiet(2)
-	waitFor(t, "the deferred start", wait, func() bool { return len(h.ev.jobOf("start_deferred", "j2")) > 0 })
+	mt.WaitFor(t, "the deferred start", wait, func() bool { return len(h.Events.JobOf("start_deferred", "j2")) > 0 })
 	endJob(h, "j1")
 	if p := j2.placed(); len(p.Allocations[0].Nodes) != 2 {
 		t.Fatalf("placement %+v", p)
@@ -95,23 +97,23 @@ func TestPWAStartWaitsForWhatTheShrinkReleased(t *testing.T) {
 	h := newCapHarness(t, "pwa", 0)
 	j1 := fillToCap(t, h)
 	j2 := h.submit("j2", "nbody", 2, 0, 0)
-	s := expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
-	h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 1})
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n008"}})
-	h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 7, OldSize: 8, Ok: true})
+	s := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
+	h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 1})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n008"}})
+	h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 7, OldSize: 8, Ok: true})
 	// 7 + 2 > 8: not yet. The next round asks j1 for the missing processor.
-	s2 := expect[*msg.ShrinkRequest](t, j1.p, "second shrink of j1")
+	s2 := mt.Expect[*msg.ShrinkRequest](t, j1.p, "second shrink of j1")
 	if s2.Processors != 1 {
 		t.Fatalf("second shrink %+v, want 1", s2)
 	}
 	select {
-	case m := <-j2.p.ch:
+	case m := <-j2.p.Ch:
 		t.Fatalf("j2 got %T before the second shrink was done", m)
 	default:
 	}
-	h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s2.RequestId, Accepted: 1})
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n007"}})
-	h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s2.RequestId, NewSize: 6, OldSize: 7, Ok: true})
+	h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s2.RequestId, Accepted: 1})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n007"}})
+	h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s2.RequestId, NewSize: 6, OldSize: 7, Ok: true})
 	j2.placed()
 	checkInvariants(t, h)
 }
@@ -123,20 +125,20 @@ func TestPWAStartWaitsWhenShrinkTimesOut(t *testing.T) {
 	h := newCapHarness(t, "pwa", 45*time.Second)
 	j1 := fillToCap(t, h)
 	j2 := h.submit("j2", "nbody", 2, 0, 0)
-	s := expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
-	waitFor(t, "the shrink to time out", wait, func() bool { return len(h.ev.jobOf("resize_timeout", "j1")) > 0 })
+	s := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
+	mt.WaitFor(t, "the shrink to time out", wait, func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
 	// The manager fights again with a new request; j2 is not placed.
-	s2 := expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1 after the timeout")
+	s2 := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1 after the timeout")
 	select {
-	case m := <-j2.p.ch:
+	case m := <-j2.p.Ch:
 		t.Fatalf("j2 got %T while j1 still held the cap", m)
 	default:
 	}
 	// The runner carries out the first shrink late, then declines the second
 	// (already done).
-	h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n007", "a-n008"}})
-	h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 6, OldSize: 8, Ok: true})
-	h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s2.RequestId, Accepted: 0})
+	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n007", "a-n008"}})
+	h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: s.RequestId, NewSize: 6, OldSize: 8, Ok: true})
+	h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s2.RequestId, Accepted: 0})
 	j2.placed()
 	checkInvariants(t, h)
 }
@@ -151,11 +153,11 @@ func TestGrowTimeoutBooksTheWorstCase(t *testing.T) {
 			j1 := h.submit("j1", "nbody", 2, 2, 46)
 			j1.placed()
 			j1.running(2)
-			g := expect[*msg.GrowRequest](t, j1.p, "grow of j1")
+			g := mt.Expect[*msg.GrowRequest](t, j1.p, "grow of j1")
 			if g.Processors != 6 {
 				t.Fatalf("grow %+v", g)
 			}
-			waitFor(t, "the grow to time out", wait, func() bool { return len(h.ev.jobOf("resize_timeout", "j1")) > 0 })
+			mt.WaitFor(t, "the grow to time out", wait, func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
 			// No second grow of the same processors, and no start in them:
 			// PRA waits, PWA fights for j2 with a shrink of what it books.
 			j2 := h.submit("j2", "nbody", 2, 0, 0)
@@ -163,27 +165,27 @@ func TestGrowTimeoutBooksTheWorstCase(t *testing.T) {
 			if approach == "pra" {
 				j1.quiet(3)
 			} else {
-				s = expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1 booked at 8")
+				s = mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1 booked at 8")
 				if s.Processors != 2 {
 					t.Fatalf("shrink %+v", s)
 				}
 			}
 			select {
-			case m := <-j2.p.ch:
+			case m := <-j2.p.Ch:
 				if _, ok := m.(*msg.JobPlaced); ok {
 					t.Fatal("j2 placed in processors j1's grow may still take")
 				}
 			default:
 			}
 			// The grow happens late.
-			h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: g.RequestId, Accepted: 6})
-			h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: "j1", Nodes: 6, ClaimId: 1, ReplyTo: msg.FromPID(j1.p.pid)})
-			if c := expect[*msg.ClaimReply](t, j1.p, "late grow claim"); !c.Ok {
+			h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: g.RequestId, Accepted: 6})
+			h.Sys.Root.Send(h.Clusters["a"], &msg.Claim{JobId: "j1", Nodes: 6, ClaimId: 1, ReplyTo: msg.FromPID(j1.p.PID)})
+			if c := mt.Expect[*msg.ClaimReply](t, j1.p, "late grow claim"); !c.Ok {
 				t.Fatalf("late grow claim failed: %s", c.Reason)
 			}
-			h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: g.RequestId, NewSize: 8, OldSize: 2, Ok: true})
+			h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: "j1", RequestId: g.RequestId, NewSize: 8, OldSize: 2, Ok: true})
 			if s != nil { // the application is ending: it declines the shrink
-				h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 0})
+				h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: "j1", RequestId: s.RequestId, Accepted: 0})
 			}
 			endJob(h, "j1")
 			j2.placed()
@@ -237,7 +239,7 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 	)
 	h := newCapHarness(t, "pwa", 45*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
-	p := newProbe(t, h.sys)
+	p := mt.NewProbe(t, h.Sys)
 	all := map[string]*randomJob{}
 	var order []string
 	submitted := 0
@@ -248,9 +250,9 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 		all[id], order = j, append(order, id)
 		spec := &msg.JobSpec{Id: id, App: "nbody", Size: 2, Request: "non-fixed"}
 		if j.malleable {
-			h.sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(p.pid), Min: 2, Max: 46, Profile: "nbody", PowerOfTwo: profileOf("nbody").PowerOfTwo})
+			h.Sys.Root.Send(h.mm, &msg.SubmitMalleable{Job: spec, Runner: msg.FromPID(p.PID), Min: 2, Max: 46, Profile: "nbody", PowerOfTwo: mt.Profile("nbody").PowerOfTwo})
 		} else {
-			h.sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(p.pid)})
+			h.Sys.Root.Send(h.mm, &msg.SubmitJob{Job: spec, Runner: msg.FromPID(p.PID)})
 		}
 	}
 	held := func() int {
@@ -267,25 +269,25 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 	carry := func(j *randomJob, m any, k int) {
 		switch x := m.(type) {
 		case *msg.GrowRequest:
-			h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: j.id, RequestId: x.RequestId, Accepted: int32(k)})
+			h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: j.id, RequestId: x.RequestId, Accepted: int32(k)})
 			if k == 0 {
 				return
 			}
 			nextClaim++
 			claims[nextClaim] = growClaim{job: j.id, req: x.RequestId, old: len(j.nodes)}
 			busy[j.id] = true
-			h.sys.Root.Send(h.clusters["a"], &msg.Claim{JobId: j.id, Nodes: int32(k), ClaimId: nextClaim, ReplyTo: msg.FromPID(p.pid)})
+			h.Sys.Root.Send(h.Clusters["a"], &msg.Claim{JobId: j.id, Nodes: int32(k), ClaimId: nextClaim, ReplyTo: msg.FromPID(p.PID)})
 		case *msg.ShrinkRequest:
 			k = min(k, len(j.nodes)-2)
-			h.sys.Root.Send(h.mm, &msg.ResizeReply{JobId: j.id, RequestId: x.RequestId, Accepted: int32(max(k, 0))})
+			h.Sys.Root.Send(h.mm, &msg.ResizeReply{JobId: j.id, RequestId: x.RequestId, Accepted: int32(max(k, 0))})
 			if k <= 0 {
 				return
 			}
 			old := len(j.nodes)
 			gone := j.nodes[old-k:]
 			j.nodes = j.nodes[:old-k]
-			h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: j.id, Nodes: gone})
-			h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: j.id, RequestId: x.RequestId, NewSize: int32(len(j.nodes)), OldSize: int32(old), Ok: true})
+			h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: j.id, Nodes: gone})
+			h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: j.id, RequestId: x.RequestId, NewSize: int32(len(j.nodes)), OldSize: int32(old), Ok: true})
 		}
 	}
 	asked := func(m any) int {
@@ -319,9 +321,9 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 	end := func(j *randomJob) {
 		j.ended = true
 		j.queue = nil
-		h.sys.Root.Send(h.clusters["a"], &msg.ReleaseNodes{JobId: j.id})
+		h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: j.id})
 		j.nodes = nil
-		h.sys.Root.Send(h.mm, &msg.JobFinished{JobId: j.id, Ok: true})
+		h.Sys.Root.Send(h.mm, &msg.JobFinished{JobId: j.id, Ok: true})
 	}
 	step := func() {
 		if submitted < jobs && rng.IntN(3) == 0 {
@@ -355,7 +357,7 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 			t.Fatalf("seed %d: the game did not end within %s (%d submitted)", seed, horizon, submitted)
 		}
 		select {
-		case m := <-p.ch:
+		case m := <-p.Ch:
 			switch x := m.(type) {
 			case *msg.JobPlaced:
 				j := all[x.JobId]
@@ -364,7 +366,7 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 					j.nodes = append(j.nodes, n.Name)
 				}
 				if j.malleable {
-					h.sys.Root.Send(h.mm, &msg.MalleableStatus{JobId: j.id, Cluster: "a", Size: int32(len(j.nodes)), Running: true, StartS: h.env.Now()})
+					h.Sys.Root.Send(h.mm, &msg.MalleableStatus{JobId: j.id, Cluster: "a", Size: int32(len(j.nodes)), Running: true, StartS: h.Env.Now()})
 				}
 			case *msg.JobRejected:
 				all[x.JobId].ended = true
@@ -382,9 +384,9 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 				delete(busy, c.job)
 				j := all[c.job]
 				if x.Ok {
-					j.nodes = append(j.nodes, nodeNames(x.Nodes)...)
+					j.nodes = append(j.nodes, msg.NodeNames(x.Nodes)...)
 				}
-				h.sys.Root.Send(h.mm, &msg.ResizeAck{JobId: j.id, RequestId: c.req, NewSize: int32(len(j.nodes)), OldSize: int32(c.old), Ok: x.Ok})
+				h.Sys.Root.Send(h.mm, &msg.ResizeAck{JobId: j.id, RequestId: c.req, NewSize: int32(len(j.nodes)), OldSize: int32(c.old), Ok: x.Ok})
 			}
 		case <-time.After(20 * time.Millisecond):
 			step()
@@ -393,11 +395,11 @@ func playRandomOutcomes(t *testing.T, seed int64) {
 			t.Fatalf("seed %d: KOALA's jobs hold %d processors, cap %d", seed, n, capA)
 		}
 	}
-	inv := h.stats.Snapshot()
+	inv := h.Stats.Snapshot()
 	if !inv.OK() {
 		t.Fatalf("seed %d: invariants violated: %+v", seed, inv)
 	}
-	if inv.Checks[InvThreshold] == 0 {
+	if inv.Checks[invariant.Threshold] == 0 {
 		t.Fatalf("seed %d: the threshold was never checked", seed)
 	}
 }
