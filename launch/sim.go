@@ -190,7 +190,7 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 	// The recorder's handler sees the last job end; stopping the clock there,
 	// before the handler returns, ends the run at that event every time.
 	s.results.OnEvent(func(ev *msg.Event) {
-		if ev.Kind != "end" {
+		if ev.Kind != msg.EventEnd {
 			return
 		}
 		select {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
 // UtilSample is one cluster's occupation at one moment (the malleability
@@ -94,9 +96,9 @@ func SummarizeMalleability(jobs []Job, util []UtilSample, ops []ResizeOp, checks
 	}
 	for _, op := range ops {
 		switch op.Op {
-		case "grow":
+		case msg.EventGrow:
 			m.Grows++
-		case "shrink":
+		case msg.EventShrink:
 			m.Shrinks++
 			if op.Mandatory {
 				m.MandatoryShrinks++

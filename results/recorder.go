@@ -140,11 +140,11 @@ func (r *Recorder) Record(ev *msg.Event) {
 		}
 	}
 	switch ev.Kind {
-	case "cluster_util":
+	case msg.EventClusterUtil:
 		v := ev.Values
 		r.util = append(r.util, UtilSample{T: ev.TS, Cluster: ev.Fields["cluster"], Capacity: v["capacity"], Idle: v["idle"],
 			Local: v["local"], Koala: v["koala"], Malleable: v["malleable"], Rigid: v["rigid"]})
-	case "grow", "shrink":
+	case msg.EventGrow, msg.EventShrink:
 		v := ev.Values
 		r.resizes = append(r.resizes, ResizeOp{T: ev.TS, Job: ev.JobId, Op: ev.Kind, Cluster: ev.Fields["cluster"],
 			Initiator: ev.Fields["initiator"], Mandatory: ev.Fields["mandatory"] == "true",
@@ -162,7 +162,7 @@ func (r *Recorder) Record(ev *msg.Event) {
 func (r *Recorder) fold(ev *msg.Event) {
 	j := r.job(ev.JobId)
 	switch ev.Kind {
-	case "submit":
+	case msg.EventSubmit:
 		j.Submit = ev.TS
 		j.App = ev.Fields["app"]
 		j.Request = ev.Fields["request"]
@@ -171,17 +171,17 @@ func (r *Recorder) fold(ev *msg.Event) {
 		if r.nominal != nil {
 			j.Nominal = r.nominal(j.App, j.Size)
 		}
-	case "placed":
+	case msg.EventPlaced:
 		j.Placement = ev.TS
 		j.Components = ev.Fields["components"]
 		j.Clusters = int(ev.Values["clusters"])
 		j.Tries = int(ev.Values["tries"])
 		j.Status = "running"
-	case "rejected":
+	case msg.EventRejected:
 		j.Tries = int(ev.Values["tries"])
-	case "start":
+	case msg.EventStart:
 		j.Start = ev.TS
-	case "end":
+	case msg.EventEnd:
 		if j.End >= 0 {
 			return
 		}

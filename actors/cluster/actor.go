@@ -105,7 +105,7 @@ func (m *manager) Receive(ctx actor.Context) {
 	case *msg.NodeDown:
 		job, ok := m.nodes.MarkDown(x.Node)
 		if ok {
-			ev := m.cfg.Env.Event("node_down", m.cfg.Name, job)
+			ev := m.cfg.Env.Event(msg.EventNodeDown, m.cfg.Name, job)
 			ev.Fields = map[string]string{"node": x.Node, "reason": x.Reason}
 			m.cfg.Env.Emit(ev)
 			m.publish(ctx)

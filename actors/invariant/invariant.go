@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/msg"
 )
 
 // Invariant names, fixed so results can count them.
@@ -110,7 +111,7 @@ func Check(env actors.Env, st *Stats, source, jobID, name string, ok bool, detai
 	d := ""
 	if !ok {
 		d = detail()
-		ev := env.Event("invariant_violation", source, jobID)
+		ev := env.Event(msg.EventInvariantViolation, source, jobID)
 		ev.Fields = map[string]string{"invariant": name, "detail": d}
 		env.Emit(ev)
 	}

@@ -73,13 +73,13 @@ func (k *kis) Receive(ctx actor.Context) {
 		k.pending--
 		if x.Error != "" {
 			k.errors++
-			ev := k.cfg.Env.Event("probe_error", "kis", "")
+			ev := k.cfg.Env.Event(msg.EventProbeError, "kis", "")
 			ev.Fields = map[string]string{"error": x.Error}
 			k.cfg.Env.Emit(ev)
 		}
 		for _, l := range x.Links {
 			k.links[[2]string{l.Src, l.Dst}] = l
-			ev := k.cfg.Env.Event("probe", "kis", "")
+			ev := k.cfg.Env.Event(msg.EventProbe, "kis", "")
 			ev.Fields = map[string]string{"src": l.Src, "dst": l.Dst}
 			ev.Values = map[string]float64{"latency_ms": l.LatencyMs, "bandwidth_mbps": l.BandwidthMbps}
 			k.cfg.Env.Emit(ev)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/koala-emu/koala-emu/actors/invariant"
+	"github.com/koala-emu/koala-emu/actors/msg"
 	pm "github.com/koala-emu/koala-emu/actors/policy/malleability"
 )
 
@@ -63,18 +64,11 @@ func (m *manager) report() {
 			}
 		}
 		v := pm.ClusterView{Capacity: int(st.Capacity), Threshold: m.threshold(c)}
-		m.emit("cluster_util", "", map[string]string{"cluster": c}, map[string]float64{
+		m.emit(msg.EventClusterUtil, "", map[string]string{"cluster": c}, map[string]float64{
 			"capacity": float64(st.Capacity), "cap": float64(v.Cap()), "idle": float64(st.Idle),
 			"local": float64(st.LocalBusy), "koala": float64(st.KoalaBusy),
 			"malleable": float64(mall), "rigid": float64(rigid), "malleable_jobs": float64(running),
 			"ops_in_flight": float64(busy), "waiting": float64(waiting),
 		})
 	}
-}
-
-func opName(grow bool) string {
-	if grow {
-		return "grow"
-	}
-	return "shrink"
 }

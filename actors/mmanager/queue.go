@@ -65,7 +65,7 @@ func (m *manager) reject(ctx actor.Context, w *waiting, reason string) {
 	if w.spec != nil {
 		id = w.spec.Id
 	}
-	m.emit("rejected", id, map[string]string{"reason": reason}, map[string]float64{"tries": float64(w.tries)})
+	m.emit(msg.EventRejected, id, map[string]string{"reason": reason}, map[string]float64{"tries": float64(w.tries)})
 	if w.runner != nil {
 		ctx.Send(w.runner, &msg.JobRejected{JobId: id, Reason: reason, Tries: int32(w.tries)})
 	}

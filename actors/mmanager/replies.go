@@ -68,7 +68,7 @@ func (m *manager) expire(ctx actor.Context) {
 	now := m.env().Now()
 	for _, j := range m.sortedJobs() {
 		if j.op != nil && now > j.op.deadline {
-			m.emit("resize_timeout", j.id, map[string]string{"op": opName(j.op.grow), "cluster": j.cluster},
+			m.emit(msg.EventResizeTimeout, j.id, map[string]string{"op": msg.ResizeKind(j.op.grow), "cluster": j.cluster},
 				map[string]float64{"processors": float64(j.op.asked)})
 			if j.op.grow {
 				j.size += j.op.delta()

@@ -224,8 +224,8 @@ func (m *manager) request(ctx actor.Context, ch pm.Change, cluster string) int64
 	} else {
 		ctx.Send(j.runner, &msg.ShrinkRequest{JobId: j.id, Processors: int32(o.asked), Mandatory: o.mandatory, RequestId: o.id})
 	}
-	m.emit("resize_request", j.id,
-		map[string]string{"op": opName(o.grow), "mandatory": strconv.FormatBool(o.mandatory), "cluster": cluster,
+	m.emit(msg.EventResizeRequest, j.id,
+		map[string]string{"op": msg.ResizeKind(o.grow), "mandatory": strconv.FormatBool(o.mandatory), "cluster": cluster,
 			"approach": m.cfg.Approach, "policy": m.cfg.Policy},
 		map[string]float64{"processors": float64(o.asked), "size": float64(j.size)})
 	return o.id

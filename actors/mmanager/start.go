@@ -22,7 +22,7 @@ func (m *manager) start(ctx actor.Context, w *waiting) {
 		h := m.holding(w.at)
 		limit := min(pm.ClusterView{Capacity: int(st.Capacity), Threshold: m.threshold(w.at)}.Cap(), int(st.Capacity))
 		if h+w.size > limit {
-			m.emit("start_deferred", w.spec.Id, map[string]string{"cluster": w.at},
+			m.emit(msg.EventStartDeferred, w.spec.Id, map[string]string{"cluster": w.at},
 				map[string]float64{"size": float64(w.size), "holding": float64(h), "cap": float64(limit)})
 			w.at, w.afterShrink = "", nil
 			m.requeue(w)
@@ -52,7 +52,7 @@ func (m *manager) claimed(ctx actor.Context, r *msg.ClaimReply) {
 	delete(m.claiming, r.ClaimId)
 	if !r.Ok {
 		w.tries++
-		m.emit("claim_failed", w.spec.Id, map[string]string{"reason": r.Cluster + ": " + r.Reason}, nil)
+		m.emit(msg.EventClaimFailed, w.spec.Id, map[string]string{"reason": r.Cluster + ": " + r.Reason}, nil)
 		w.at = ""
 		if m.cfg.MaxTries > 0 && w.tries > m.cfg.MaxTries {
 			m.reject(ctx, w, ReasonTooManyTries+" (claim failed)")
@@ -64,7 +64,7 @@ func (m *manager) claimed(ctx actor.Context, r *msg.ClaimReply) {
 	j := &mjob{id: w.spec.Id, cluster: r.Cluster, runner: w.runner, malleable: w.malleable,
 		min: w.min, max: w.max, pow2: w.pow2, profile: w.profile, size: len(r.Nodes)}
 	m.jobs[j.id] = j
-	m.emit("placed", j.id, map[string]string{"components": fmt.Sprintf("%s:%d", r.Cluster, len(r.Nodes))},
+	m.emit(msg.EventPlaced, j.id, map[string]string{"components": fmt.Sprintf("%s:%d", r.Cluster, len(r.Nodes))},
 		map[string]float64{"tries": float64(w.tries + 1), "clusters": 1})
 	ctx.Send(w.runner, &msg.JobPlaced{JobId: j.id, PlacedS: m.env().Now(), Tries: int32(w.tries + 1),
 		Allocations: []*msg.Allocation{{Cluster: r.Cluster, Nodes: r.Nodes}}})

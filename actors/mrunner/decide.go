@@ -79,7 +79,7 @@ func (r *mrunner) next(ctx actor.Context) {
 			ctx.Send(r.cfg.Manager, &msg.ResizeReply{JobId: r.cfg.Job.Id, RequestId: q.id, Accepted: int32(acc), Reason: why})
 		}
 		if acc == 0 {
-			r.emit("resize_declined", map[string]string{"op": opName(q.grow), "initiator": q.initiator,
+			r.emit(msg.EventResizeDeclined, map[string]string{"op": msg.ResizeKind(q.grow), "initiator": q.initiator,
 				"mandatory": strconv.FormatBool(q.mandatory), "reason": why},
 				map[string]float64{"requested": float64(q.n), "size": float64(r.job.Size)})
 			continue
@@ -92,11 +92,4 @@ func (r *mrunner) next(ctx actor.Context) {
 			r.planShrink(ctx)
 		}
 	}
-}
-
-func opName(grow bool) string {
-	if grow {
-		return "grow"
-	}
-	return "shrink"
 }

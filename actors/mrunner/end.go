@@ -122,7 +122,7 @@ func (r *mrunner) finish(ctx actor.Context) {
 		vals["resize_s"] = r.resizeTotal
 		vals["released"] = float64(r.released)
 	}
-	r.emit("end", fields, vals)
+	r.emit(msg.EventEnd, fields, vals)
 	r.afterSettle(ctx)
 }
 

@@ -67,7 +67,7 @@ func (r *mrunner) claimsDone(ctx actor.Context) {
 		r.released += len(extra)
 		ctx.Send(r.cfg.Manager, &msg.VoluntaryRelease{JobId: r.cfg.Job.Id, Processors: int32(len(extra)),
 			NewSize: int32(r.job.Size + keep), RequestId: o.req.id})
-		r.emit("voluntary_release", map[string]string{"initiator": ByRunner, "cluster": r.cluster},
+		r.emit(msg.EventVoluntaryRelease, map[string]string{"initiator": ByRunner, "cluster": r.cluster},
 			map[string]float64{"processors": float64(len(extra)), "size": float64(r.job.Size + keep), "claimed": float64(got)})
 	}
 	if keep == 0 {
@@ -206,7 +206,7 @@ func (r *mrunner) afterSettle(ctx actor.Context) {
 // endGrow closes a grow that added nothing.
 func (r *mrunner) endGrow(ctx actor.Context, reason string) {
 	o := r.cur
-	r.emit("grow_failed", map[string]string{"reason": reason, "cluster": r.cluster, "initiator": o.req.initiator},
+	r.emit(msg.EventGrowFailed, map[string]string{"reason": reason, "cluster": r.cluster, "initiator": o.req.initiator},
 		map[string]float64{"requested": float64(o.req.n), "accepted": float64(o.accepted), "claimed": float64(len(o.claimed)), "size": float64(r.job.Size)})
 	if o.req.id != 0 {
 		ctx.Send(r.cfg.Manager, &msg.ResizeAck{JobId: r.cfg.Job.Id, RequestId: o.req.id, NewSize: int32(r.job.Size),

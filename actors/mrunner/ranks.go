@@ -107,9 +107,8 @@ func (r *mrunner) maybeComplete(ctx actor.Context) {
 	newSize := len(r.running())
 	r.setSize(newSize)
 	r.resizeTotal += o.resizeS
-	kind := "shrink"
+	kind := msg.ResizeKind(o.req.grow)
 	if o.req.grow {
-		kind = "grow"
 		r.grows++
 	} else {
 		r.shrinks++
@@ -135,7 +134,7 @@ func (r *mrunner) maybeComplete(ctx actor.Context) {
 	case o.req.initiator == ByApp:
 		r.released += o.from - newSize
 		ctx.Send(r.cfg.Manager, &msg.VoluntaryRelease{JobId: r.cfg.Job.Id, Processors: int32(o.from - newSize), NewSize: int32(newSize)})
-		r.emit("voluntary_release", map[string]string{"initiator": ByApp, "cluster": r.cluster},
+		r.emit(msg.EventVoluntaryRelease, map[string]string{"initiator": ByApp, "cluster": r.cluster},
 			map[string]float64{"processors": float64(o.from - newSize), "size": float64(newSize)})
 	case o.req.id != 0:
 		ctx.Send(r.cfg.Manager, &msg.ResizeAck{JobId: r.cfg.Job.Id, RequestId: o.req.id, NewSize: int32(newSize),

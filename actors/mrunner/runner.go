@@ -220,7 +220,7 @@ func (r *mrunner) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
 	case *actor.Started:
 		r.self = ctx.Self()
-		r.emit("submit",
+		r.emit(msg.EventSubmit,
 			map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request, "malleable": "true", "profile": r.cfg.Profile.Name},
 			map[string]float64{"size": float64(r.cfg.Job.Size), "min": float64(r.cfg.Min), "max": float64(r.cfg.Max)})
 		ctx.Send(r.cfg.Manager, &msg.SubmitMalleable{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self()),

@@ -128,7 +128,7 @@ func (r *mrunner) onConnected(ctx actor.Context, x *msg.RankConnected) {
 	r.startS, r.lastT = now, now
 	r.job.Size = 0
 	r.setSize(len(r.members))
-	r.emit("start", nil, nil)
+	r.emit(msg.EventStart, nil, nil)
 	ctx.Send(r.cfg.Manager, &msg.MalleableStatus{JobId: r.cfg.Job.Id, Cluster: r.cluster, Size: int32(r.job.Size),
 		Min: int32(r.job.Min), Max: int32(r.job.Max), Profile: r.cfg.Profile.Name, StartS: now, Running: true})
 	r.next(ctx)
@@ -142,7 +142,7 @@ func (r *mrunner) setSize(n int) {
 	r.lastT = now
 	r.job.Size = n
 	r.maxSize = max(r.maxSize, n)
-	r.emit("procs", map[string]string{"cluster": r.cluster}, map[string]float64{"size": float64(n)})
+	r.emit(msg.EventProcs, map[string]string{"cluster": r.cluster}, map[string]float64{"size": float64(n)})
 	if n == 0 {
 		return
 	}

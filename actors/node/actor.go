@@ -181,7 +181,7 @@ func (n *node) control(r *rank) *apps.Control {
 	return apps.NewControl(func(x apps.Resized) {
 		root.Send(r.runner, &msg.RankResized{JobId: r.job, ResizeId: x.ID, Rank: int32(x.Rank), NewRank: int32(x.NewRank),
 			Node: name, ResizeS: x.Duration.Seconds() * factor, Released: x.Released, SafePoints: int32(x.SafePoints)})
-		ev := env.Event("rank_resized", "node", r.job)
+		ev := env.Event(msg.EventRankResized, "node", r.job)
 		ev.Fields = map[string]string{"node": name, "cluster": n.cfg.Cluster}
 		ev.Values = map[string]float64{"resize_id": float64(x.ID), "rank": float64(x.Rank), "new_rank": float64(x.NewRank),
 			"old_size": float64(x.Stats.OldSize), "new_size": float64(x.Stats.NewSize),

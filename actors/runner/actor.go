@@ -66,7 +66,7 @@ func Props(cfg Config) *actor.Props {
 func (r *runner) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
 	case *actor.Started:
-		ev := r.cfg.Env.Event("submit", "runner", r.cfg.Job.Id)
+		ev := r.cfg.Env.Event(msg.EventSubmit, "runner", r.cfg.Job.Id)
 		ev.Fields = map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request}
 		ev.Values = map[string]float64{"size": float64(r.cfg.Job.Size)}
 		r.cfg.Env.Emit(ev)
@@ -107,7 +107,7 @@ func (r *runner) Receive(ctx actor.Context) {
 				if r.cancelArm != nil {
 					r.cancelArm()
 				}
-				r.cfg.Env.Emit(r.cfg.Env.Event("start", "runner", r.cfg.Job.Id))
+				r.cfg.Env.Emit(r.cfg.Env.Event(msg.EventStart, "runner", r.cfg.Job.Id))
 			}
 		}
 	case *msg.RankDone:
@@ -224,7 +224,7 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 			ctx.Send(pid, &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: nodes})
 		}
 	}
-	ev := r.cfg.Env.Event("end", "runner", r.cfg.Job.Id)
+	ev := r.cfg.Env.Event(msg.EventEnd, "runner", r.cfg.Job.Id)
 	ev.Fields = map[string]string{"status": "completed"}
 	ev.Values = map[string]float64{}
 	if failure != "" {

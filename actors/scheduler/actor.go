@@ -221,7 +221,7 @@ func (s *scheduler) claimed(ctx actor.Context, r *msg.ClaimReply) {
 		}
 		e.tries++
 		e.claiming, e.replies = nil, nil
-		ev := s.cfg.Env.Event("claim_failed", "scheduler", e.job.Id)
+		ev := s.cfg.Env.Event(msg.EventClaimFailed, "scheduler", e.job.Id)
 		ev.Fields = map[string]string{"reason": strings.Join(reasons, "; ")}
 		s.cfg.Env.Emit(ev)
 		s.queue = append(append(s.queue[:idx:idx], s.queue[idx+1:]...), e)
@@ -243,7 +243,7 @@ func (s *scheduler) claimed(ctx actor.Context, r *msg.ClaimReply) {
 		}
 	}
 	s.queue = append(s.queue[:idx:idx], s.queue[idx+1:]...)
-	ev := s.cfg.Env.Event("placed", "scheduler", e.job.Id)
+	ev := s.cfg.Env.Event(msg.EventPlaced, "scheduler", e.job.Id)
 	sort.Strings(clusters)
 	ev.Fields = map[string]string{"components": strings.Join(clusters, "+")}
 	ev.Values = map[string]float64{"tries": float64(e.tries + 1), "clusters": float64(len(e.claiming))}
@@ -252,7 +252,7 @@ func (s *scheduler) claimed(ctx actor.Context, r *msg.ClaimReply) {
 }
 
 func (s *scheduler) reject(ctx actor.Context, e *entry, reason string) {
-	ev := s.cfg.Env.Event("rejected", "scheduler", e.job.Id)
+	ev := s.cfg.Env.Event(msg.EventRejected, "scheduler", e.job.Id)
 	ev.Fields = map[string]string{"reason": reason}
 	ev.Values = map[string]float64{"tries": float64(e.tries)}
 	s.cfg.Env.Emit(ev)

@@ -101,7 +101,7 @@ func (r *Results) SetReported(inv invariant.Summary) {
 func (r *Results) observe(ev *msg.Event) {
 	r.mu.Lock()
 	hook := r.hook
-	if ev.Kind == "invariant_violation" {
+	if ev.Kind == msg.EventInvariantViolation {
 		name := ev.Fields["invariant"]
 		r.violations[name]++
 		if len(r.details) < maxViolationDetails {

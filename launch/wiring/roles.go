@@ -132,7 +132,7 @@ func JobSpec(j scenarios.Job, site string) *msg.JobSpec {
 // FailJob emits the end of a job that could not be started (source
 // "launcher"), so the recorder counts it failed with reason.
 func FailJob(env actors.Env, jobID, reason string) {
-	ev := env.Event("end", "launcher", jobID)
+	ev := env.Event(msg.EventEnd, "launcher", jobID)
 	ev.Fields = map[string]string{"status": "failed", "reason": reason}
 	env.Emit(ev)
 }

@@ -1,0 +1,46 @@
+package msg
+
+// Event kinds: the Kind of every Event the actors emit, as the recorder
+// (results) reads and counts them and events.jsonl spells them. The one list
+// of them; an actor emits, and results matches, these names only.
+const (
+	// A job's life, from its runner (rigid or malleable), the scheduler or
+	// the malleability manager.
+	EventSubmit      = "submit"       // a runner submitted its job (fields app, request, malleable; value size)
+	EventPlaced      = "placed"       // the job is placed (field components; values tries, clusters)
+	EventRejected    = "rejected"     // placement failed for good (field reason; value tries)
+	EventClaimFailed = "claim_failed" // a cluster refused a claim; the job waits again
+	EventStart       = "start"        // every rank connected: the job runs
+	EventEnd         = "end"          // the job ended (field status: completed, failed, interrupted)
+
+	// Malleability (actors/mmanager, actors/mrunner, actors/node).
+	EventGrow             = "grow"              // a malleable job grew (values from, to)
+	EventShrink           = "shrink"            // a malleable job shrank (values from, to)
+	EventProcs            = "procs"             // a malleable job's size changed (value size)
+	EventResizeRequest    = "resize_request"    // the manager asked a job to grow or shrink
+	EventResizeDeclined   = "resize_declined"   // the runner declined a request
+	EventResizeTimeout    = "resize_timeout"    // the manager stopped waiting for a request's acknowledgement
+	EventStartDeferred    = "start_deferred"    // a start no longer fits; the job waits again
+	EventGrowFailed       = "grow_failed"       // a grow's new ranks did not start
+	EventVoluntaryRelease = "voluntary_release" // a job gave processors back on its own
+	EventRankResized      = "rank_resized"      // a node's rank resized (bytes moved)
+	EventClusterUtil      = "cluster_util"      // one cluster's utilisation, every poll
+
+	// The information service and the platform.
+	EventProbe      = "probe"       // one network measurement between two clusters
+	EventProbeError = "probe_error" // a network measurement failed
+	EventNodeDown   = "node_down"   // a cluster manager marked a node down
+
+	// EventInvariantViolation: an invariant check failed (fields invariant,
+	// detail; actors/invariant).
+	EventInvariantViolation = "invariant_violation"
+)
+
+// ResizeKind is the event kind of a grow (true) or a shrink (false); it is
+// also the "op" field of the resize events.
+func ResizeKind(grow bool) string {
+	if grow {
+		return EventGrow
+	}
+	return EventShrink
+}
