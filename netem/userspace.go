@@ -1,17 +1,14 @@
 package netem
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/koala-emu/koala-emu/netem/ptimer"
@@ -20,24 +17,30 @@ import (
 // Userspace shaper defaults.
 const (
 	// DefaultSegmentSize is the largest piece a Write is cut into; each
-	// piece is one release on the delay line.
+	// piece is one frame on the wire and one release at the receiver.
 	DefaultSegmentSize = 64 << 10
-	// DefaultInlineSpin: a single-segment Write on an idle connection whose
-	// delivery time is at most this far away spins in the writing goroutine
-	// and writes directly, instead of a round trip through the timer thread
-	// (whose wake-up costs tens of µs on small virtual machines).
+	// DefaultInlineSpin: a receiver whose next segment is due at most this
+	// far away spins in its own goroutine until then, instead of a round
+	// trip through the delay line's thread (whose wake-up of a goroutine
+	// costs tens of µs on small virtual machines).
 	DefaultInlineSpin = 20 * time.Microsecond
-	// DefaultFlushTimeout bounds how long Close waits, past the last
-	// segment's delivery time, for queued data to reach the socket.
-	DefaultFlushTimeout = 5 * time.Second
 	// BandwidthMsgSize is the message size of the bandwidth figures in Link
 	// (1 MB ping-pong, SPEC §1).
 	BandwidthMsgSize = 1_000_000
 	// tcpMSS is the payload of one TCP segment at MTU 1500 (loss model).
 	tcpMSS = 1448
 	// backlogSlack is added to the bandwidth-delay product to bound the
-	// bytes queued per connection.
+	// bytes a sender may have on the wire ahead of their delivery time.
 	backlogSlack = 1 << 20
+	// HoldTolerance is the share of a link's (dilated) latency by which the
+	// delay line may wake a held reader late rather than spin before the
+	// delivery time (ptimer.Line.AtWithin): 2 %, a fifth of what the
+	// fidelity monitor allows a link (10 %). On DAS-3's 30 µs cluster links
+	// at dilation 1 it is under a µs (the line spins, as it must); at
+	// dilation 200 it is 120 µs, more than the machine's wake-up overshoot,
+	// and the line sleeps to each deadline, leaving the cores to the ranks
+	// a lock-step burst wakes.
+	HoldTolerance = 0.02
 )
 
 // WireRate is the serialisation rate that makes a ping-pong with
@@ -74,34 +77,52 @@ func serialise(now, free int64, n int, rate float64) (start, finish int64) {
 
 // UserspaceStats counts what a userspace shaper released.
 type UserspaceStats struct {
+	// Segments and Bytes the shaper's connections released to their
+	// readers (the receiving side of the shaper's connections).
 	Segments int64
 	Bytes    int64
-	// Lateness of releases: time the segment became writable on the timer
-	// thread (or inline) minus its delivery deadline.
+	// Lateness of releases: the time the reading goroutine resumed with a
+	// segment minus the segment's delivery time.
 	Lateness ptimer.Stats
-	// Drops counts bytes discarded: only on a write error or when Close
-	// gives up flushing. Shaping itself never drops; Write blocks instead.
+	// Drops counts bytes a Write could not put on the wire (a write
+	// error). Shaping itself never drops; Write blocks instead.
 	Drops int64
 }
 
 // UserspaceEgress shapes a node's TCP connections in the process: per
 // destination cluster one zero-depth token bucket shared by all of the
-// node's connections to that cluster, and a one-way delay. Writes are cut
-// into segments of at most SegmentSize; each segment gets a serialisation
-// finish time from the bucket (max(now, bucket free) + len/rate) and a
-// delivery deadline finish + delay, where delay is the link latency minus
-// the latency the transport already adds (see Overhead). The rate is WireRate(link): the link's bandwidth is a 1 MB
-// ping-pong figure that includes one latency. The timer thread of a
-// ptimer.Line writes each segment to the socket at its deadline, in order,
-// with a non-blocking write; when the socket buffer is full, a per-connection
-// goroutine finishes the segment with a blocking write (and the segments
-// behind it as they fall due). A single-segment Write on an idle connection
-// due within InlineSpin is written by the calling goroutine itself. Reads
-// are not shaped: the sender shapes.
+// node's connections to that cluster, and a one-way delay.
 //
-// Backpressure: at most rate x delay + 1 MiB is queued per connection;
-// Write blocks beyond that (honouring the write deadline). Close delivers
-// what is queued, then closes.
+// How. Writes are cut into segments of at most SegmentSize; each segment
+// gets a serialisation finish time from the bucket (max(now, bucket free) +
+// len/rate) and a delivery time finish + delay, where delay is the link
+// latency minus the latency the transport already adds (see Overhead). The
+// rate is WireRate(link): the link's bandwidth is a 1 MB ping-pong figure
+// that includes one latency. The sender writes each segment at once, framed
+// with its delivery time (CLOCK_MONOTONIC, shared by every process of the
+// kernel); the receiving end, wrapped by the shaper of its own node, holds
+// it until that time and only then lets the reader have it. Both ends of a
+// connection must therefore be wrapped by a UserspaceEgress (each with its
+// own node's plan: every end shapes what it sends). A reader whose peer
+// does not frame its bytes receives them unshaped.
+//
+// Why the receiver. The work of a write (a system call, the kernel's
+// loopback path) happens before the delivery time, in the sender's own
+// goroutine, on whichever core is free; at the delivery time only the
+// reader's wake-up remains. A lock-step exchange of a parallel job puts
+// tens of frames due at one instant: released by one thread writing each to
+// its socket (11-15 µs apiece here), the last left about a millisecond late;
+// held at the receivers, they resume within tens of µs (docs/fidelity.md).
+//
+// Holding. A hold due within InlineSpin spins in the reading goroutine;
+// one due within CoarseThreshold waits on the delay line (a ptimer.Line
+// callback wakes the reader); a longer one sleeps on a Go timer until
+// CoarseGuard before the delivery time, then on the line.
+//
+// Backpressure: a sender runs at most rate x delay + 1 MiB of bytes ahead
+// of their delivery times (their transmission ends no later than delay +
+// 1 MiB / rate from now); beyond that Write waits (honouring the write
+// deadline). TCP's own flow control bounds what the receiver buffers.
 //
 // Jitter adds a uniform offset in [-Jitter, +Jitter] to each segment's delay;
 // TCP keeps order, so a segment is never released before the previous one.
@@ -124,17 +145,14 @@ type UserspaceEgress struct {
 	// Baseline, when > 0, replaces Overhead by a constant: every link's
 	// delay is its latency minus Baseline.
 	Baseline time.Duration
-	// SegmentSize is the largest release unit (default DefaultSegmentSize).
+	// SegmentSize is the largest frame (default DefaultSegmentSize).
 	SegmentSize int
-	// InlineSpin: see DefaultInlineSpin. Negative disables inline writes.
+	// InlineSpin: see DefaultInlineSpin. Negative: never spin.
 	InlineSpin time.Duration
-	// FlushTimeout: see DefaultFlushTimeout.
-	FlushTimeout time.Duration
 
 	plan     EgressPlan // dilated
 	dilation float64
 	line     *ptimer.Line
-	base     time.Time
 	seed     uint64
 
 	mu      sync.Mutex
@@ -144,20 +162,18 @@ type UserspaceEgress struct {
 	closed  bool
 
 	// Settings frozen at the first Wrap.
-	segSize      int
-	inlineSpin   time.Duration
-	flushTimeout time.Duration
+	segSize    int
+	inlineSpin time.Duration
 
 	segments atomic.Int64
 	bytes    atomic.Int64
 	drops    atomic.Int64
-	handoffs atomic.Int64 // socket buffer full: release finished by the writer goroutine
 	lat      ptimer.Histogram
 }
 
 // NewUserspace returns the userspace shaper of one node. Every link of the
 // plan is dilated by dilation (latency x d, bandwidth / d). line is the
-// delay line that releases segments; nil means ptimer.Default().
+// delay line that wakes holding readers; nil means ptimer.Default().
 func NewUserspace(plan EgressPlan, line *ptimer.Line, dilation float64) *UserspaceEgress {
 	e := newUserspace(plan, line, dilation)
 	e.Overhead = DefaultOverhead()
@@ -179,16 +195,14 @@ func newUserspace(plan EgressPlan, line *ptimer.Line, dilation float64) *Userspa
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(plan.Node + "/" + plan.Cluster))
 	return &UserspaceEgress{
-		SegmentSize:  DefaultSegmentSize,
-		InlineSpin:   DefaultInlineSpin,
-		FlushTimeout: DefaultFlushTimeout,
-		plan:         p,
-		dilation:     dilation,
-		line:         line,
-		base:         time.Now(),
-		seed:         h.Sum64(),
-		paths:        make(map[string]*path),
-		unknown:      make(map[string]int),
+		SegmentSize: DefaultSegmentSize,
+		InlineSpin:  DefaultInlineSpin,
+		plan:        p,
+		dilation:    dilation,
+		line:        line,
+		seed:        h.Sum64(),
+		paths:       make(map[string]*path),
+		unknown:     make(map[string]int),
 	}
 }
 
@@ -201,14 +215,18 @@ type path struct {
 	jitter time.Duration
 	loss   float64
 	rtt    time.Duration // retransmission penalty
+	ahead  int64         // ns a sender may run ahead of the bucket (backpressure)
+	// tolerance: how late the delay line may wake a reader held for this
+	// link (HoldTolerance of its latency).
+	tolerance time.Duration
 
 	mu   sync.Mutex
-	free int64 // ns since UserspaceEgress.base when the link is next idle
+	free int64 // Mono ns when the link is next idle
 	rng  *rand.Rand
 }
 
-// reserve books n bytes on the link at time now and returns the delivery
-// deadline (ns since base).
+// reserve books n bytes on the link at time now (Mono ns) and returns the
+// delivery time.
 func (p *path) reserve(now int64, n int) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -239,7 +257,12 @@ func (p *path) reserve(now int64, n int) int64 {
 	return finish + int64(d)
 }
 
-func (e *UserspaceEgress) now() int64 { return int64(time.Since(e.base)) }
+// backlog is how far (ns) the link's bucket is booked beyond now.
+func (p *path) backlog(now int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.free - now
+}
 
 // overhead is the transport's own latency model in effect.
 func (e *UserspaceEgress) overhead() Overhead {
@@ -259,32 +282,36 @@ func (e *UserspaceEgress) freeze() {
 	if e.SegmentSize <= 0 {
 		e.SegmentSize = DefaultSegmentSize
 	}
-	if e.FlushTimeout <= 0 {
-		e.FlushTimeout = DefaultFlushTimeout
-	}
-	e.segSize, e.inlineSpin, e.flushTimeout = e.SegmentSize, e.InlineSpin, e.FlushTimeout
+	e.segSize, e.inlineSpin = min(e.SegmentSize, maxFrame), e.InlineSpin
 	i := uint64(0)
 	for dst, l := range e.plan.To {
 		i++
 		loss := min(max(l.Loss, 0), 0.99)
-		e.paths[dst] = &path{
-			dst:    dst,
-			link:   l,
-			rate:   WireRate(l),
-			delay:  e.overhead().DelayFor(l.Latency),
-			jitter: l.Jitter,
-			loss:   loss,
-			rtt:    2 * l.Latency,
-			rng:    rand.New(rand.NewPCG(e.seed, i)),
+		p := &path{
+			dst:       dst,
+			link:      l,
+			rate:      WireRate(l),
+			delay:     e.overhead().DelayFor(l.Latency),
+			jitter:    l.Jitter,
+			loss:      loss,
+			rtt:       2 * l.Latency,
+			tolerance: time.Duration(HoldTolerance * float64(l.Latency)),
+			rng:       rand.New(rand.NewPCG(e.seed, i)),
 		}
+		if p.rate > 0 {
+			p.ahead = int64(p.delay) + int64(float64(backlogSlack)*1e9/p.rate)
+		}
+		e.paths[dst] = p
 	}
 }
 
 // Plan returns the (dilated) plan the shaper applies.
 func (e *UserspaceEgress) Plan() EgressPlan { return e.plan }
 
-// Wrap implements Egress. Connections to an unknown cluster, and all
-// connections after Close, are returned unchanged.
+// Wrap implements Egress: what c sends is shaped by this node's link to
+// dstCluster, and what it receives is held until the delivery times its
+// peer (wrapped by the peer's own egress) stamped. Connections to an
+// unknown cluster, and all connections after Close, are returned unchanged.
 func (e *UserspaceEgress) Wrap(c net.Conn, dstCluster string) net.Conn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -297,22 +324,7 @@ func (e *UserspaceEgress) Wrap(c net.Conn, dstCluster string) net.Conn {
 		e.unknown[dstCluster]++
 		return c
 	}
-	sc := &shapedConn{
-		Conn:    c,
-		e:       e,
-		p:       p,
-		limit:   int(p.rate*p.delay.Seconds()) + backlogSlack,
-		changed: make(chan struct{}),
-	}
-	if p.rate == 0 {
-		sc.limit = backlogSlack + 64*e.segSize
-	}
-	if scc, ok := c.(syscall.Conn); ok {
-		if raw, err := scc.SyscallConn(); err == nil {
-			sc.raw = raw
-		}
-	}
-	return sc
+	return newShapedConn(c, e, p)
 }
 
 // Unknown returns the destination clusters that Wrap was asked for but the
@@ -397,454 +409,4 @@ func (e *UserspaceEgress) Describe() string {
 		s += fmt.Sprintf(" %s[wire %.1f MB/s, delay %v]", d, p.rate/1e6, p.delay)
 	}
 	return s
-}
-
-var segPool = sync.Pool{New: func() any { b := make([]byte, DefaultSegmentSize); return &b }}
-
-func getBuf(n int) *[]byte {
-	if n <= DefaultSegmentSize {
-		b := segPool.Get().(*[]byte)
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]byte, n)
-	return &b
-}
-
-func putBuf(b *[]byte) {
-	if cap(*b) == DefaultSegmentSize {
-		*b = (*b)[:cap(*b)]
-		segPool.Put(b)
-	}
-}
-
-// segment is one release: a copy of part of a Write, due at a deadline.
-type segment struct {
-	c       *shapedConn
-	buf     *[]byte
-	orphan  *[]byte // buf of a segment discarded while the timer thread wrote it
-	off     int
-	at      int64 // deadline, ns since UserspaceEgress.base
-	due     bool
-	retries int
-}
-
-// shapedConn is a connection whose writes go through the delay line.
-type shapedConn struct {
-	net.Conn
-	e     *UserspaceEgress
-	p     *path
-	raw   syscall.RawConn // nil: every release goes through the writer goroutine
-	limit int
-
-	wmu sync.Mutex // serialises Write calls (each Write's bytes stay contiguous)
-
-	mu      sync.Mutex
-	q       []*segment // queued, in deadline order
-	queued  int        // bytes in q
-	last    int64      // deadline of the last segment queued
-	writing bool       // the writer goroutine owns the socket
-	// timerWriting: the timer thread is writing q[0] outside mu.
-	timerWriting bool
-	err          error // sticky: write error or closed
-	closing      bool
-	wdl          time.Time
-	changed      chan struct{} // closed and replaced whenever q shrinks or err is set
-	wg           sync.WaitGroup
-
-	closeOnce sync.Once
-	closeErr  error
-}
-
-// broadcast wakes everyone waiting for the queue to change. Call with mu.
-func (c *shapedConn) broadcast() {
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
-
-// pop removes the head segment after it was written. Call with mu.
-func (c *shapedConn) pop() {
-	s := c.q[0]
-	c.q[0] = nil
-	c.q = c.q[1:]
-	n := len(*s.buf)
-	c.queued -= n
-	c.e.segments.Add(1)
-	c.e.bytes.Add(int64(n))
-	putBuf(s.buf)
-	s.buf = nil
-	c.broadcast()
-}
-
-// fail records a terminal error and discards what is queued. Call with mu.
-func (c *shapedConn) fail(err error) {
-	if c.err == nil {
-		c.err = err
-	}
-	if c.queued > 0 {
-		c.e.drops.Add(int64(c.queued))
-	}
-	for i, s := range c.q {
-		if s.buf != nil {
-			switch {
-			case i == 0 && c.timerWriting:
-				s.orphan = s.buf // the timer thread recycles it after its write
-			case i == 0 && c.writing:
-				// the writer goroutine may still be writing it: leave it to the GC
-			default:
-				putBuf(s.buf)
-			}
-			s.buf = nil
-		}
-		c.q[i] = nil
-	}
-	c.q = nil
-	c.queued = 0
-	c.broadcast()
-}
-
-// startWriter hands the socket to the writer goroutine. Call with mu.
-func (c *shapedConn) startWriter() {
-	if c.writing {
-		return
-	}
-	if c.raw != nil {
-		c.e.handoffs.Add(1)
-	}
-	c.writing = true
-	c.wg.Add(1)
-	go c.writer()
-}
-
-// writer writes due segments with ordinary blocking writes; it exits as
-// soon as the head of the queue is not due yet (the timer thread then
-// writes again).
-func (c *shapedConn) writer() {
-	defer c.wg.Done()
-	c.mu.Lock()
-	for c.err == nil && len(c.q) > 0 && c.q[0].due {
-		s := c.q[0]
-		b := (*s.buf)[s.off:]
-		c.mu.Unlock()
-		n, err := c.Conn.Write(b)
-		c.mu.Lock()
-		if c.err != nil { // closed meanwhile; fail already discarded the queue
-			break
-		}
-		s.off += n
-		if err != nil {
-			c.fail(fmt.Errorf("netem: shaped write: %w", err))
-			break
-		}
-		c.pop()
-	}
-	c.writing = false
-	c.mu.Unlock()
-}
-
-// lockRetry is how long a release spins for the connection's lock before
-// it steps aside and retries on the line (the holder is a goroutine that
-// may have been descheduled; the timer thread must not wait for it). Each
-// further retry waits twice as long, up to 64 x lockRetry.
-const lockRetry = 10 * time.Microsecond
-
-// release runs on the timer thread at s's deadline. The socket write
-// happens outside mu (with timerWriting set), so goroutines that take mu
-// never wait behind a system call, and the timer thread meets mu held only
-// for the few instructions of a queue update.
-func (s *segment) release() {
-	c := s.c
-	if !ptimer.TryLockFor(&c.mu, lockRetry) {
-		s.retries++
-		c.e.line.At(time.Now().Add(lockRetry<<min(s.retries, 6)), s.release)
-		return
-	}
-	if s.buf == nil || c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	s.due = true
-	c.e.lat.Record(time.Duration(c.e.now() - s.at))
-	if c.raw == nil || c.writing || len(c.q) == 0 || c.q[0] != s {
-		c.startWriter()
-		c.mu.Unlock()
-		return
-	}
-	c.timerWriting = true
-	b := (*s.buf)[s.off:]
-	c.mu.Unlock()
-
-	n, err := rawWrite(c.raw, b)
-
-	c.mu.Lock() // uncontended in practice: holders only update the queue
-	defer c.mu.Unlock()
-	c.timerWriting = false
-	if s.buf == nil || c.err != nil { // failed or closed meanwhile
-		if s.orphan != nil {
-			putBuf(s.orphan)
-			s.orphan = nil
-		}
-		return
-	}
-	s.off += n
-	switch {
-	case s.off == len(*s.buf):
-		c.pop()
-		if len(c.q) > 0 && c.q[0].due { // cannot happen on one timer thread; be safe
-			c.startWriter()
-		}
-	case err == nil: // socket buffer full: finish with a blocking write
-		c.startWriter()
-	default:
-		c.fail(fmt.Errorf("netem: shaped write: %w", err))
-	}
-}
-
-// rawWrite writes what the socket takes now without blocking. A full
-// socket buffer is not an error (it returns the count written).
-func rawWrite(raw syscall.RawConn, b []byte) (int, error) {
-	var n int
-	var werr error
-	err := raw.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			m, e := syscall.Write(int(fd), b)
-			if m > 0 {
-				n += m
-				b = b[m:]
-			}
-			if e == syscall.EINTR {
-				continue
-			}
-			if e != nil {
-				if e != syscall.EAGAIN {
-					werr = e
-				}
-				break
-			}
-			if m == 0 {
-				break
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return n, err
-	}
-	return n, werr
-}
-
-// writeErr is the error a Write returns now: net.ErrClosed once Close has
-// begun, else the sticky delivery error. Call with mu.
-func (c *shapedConn) writeErr() error {
-	if c.closing {
-		return net.ErrClosed
-	}
-	return c.err
-}
-
-// waitSpace blocks until n more bytes fit in the backlog.
-func (c *shapedConn) waitSpace(n int) error {
-	for {
-		c.mu.Lock()
-		if err := c.writeErr(); err != nil {
-			c.mu.Unlock()
-			return err
-		}
-		if c.queued == 0 || c.queued+n <= c.limit {
-			c.mu.Unlock()
-			return nil
-		}
-		ch, dl := c.changed, c.wdl
-		c.mu.Unlock()
-		if dl.IsZero() {
-			<-ch
-			continue
-		}
-		d := time.Until(dl)
-		if d <= 0 {
-			return os.ErrDeadlineExceeded
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ch:
-			t.Stop()
-		case <-t.C:
-			return os.ErrDeadlineExceeded
-		}
-	}
-}
-
-// Write queues b for delivery and returns once every byte is queued (it
-// blocks while the backlog is full). An error from an earlier delivery is
-// returned by the next Write.
-func (c *shapedConn) Write(b []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	seg := c.e.segSize
-	written := 0
-	for len(b) > 0 {
-		n := min(len(b), seg)
-		if err := c.waitSpace(n); err != nil {
-			return written, err
-		}
-		// The bucket is booked outside mu (wmu orders this connection's
-		// writes), so that the timer thread rarely meets mu held.
-		now := c.e.now()
-		at := max(c.p.reserve(now, n), c.last)
-		buf := getBuf(n)
-		copy(*buf, b[:n])
-		c.mu.Lock()
-		if err := c.writeErr(); err != nil {
-			c.mu.Unlock()
-			putBuf(buf)
-			return written, err
-		}
-		c.last = at
-		if c.raw != nil && n == len(b) && len(c.q) == 0 && !c.writing && !c.timerWriting &&
-			c.e.inlineSpin >= 0 && at-now <= int64(c.e.inlineSpin) {
-			c.mu.Unlock()
-			putBuf(buf)
-			return written + c.writeInline(b, at), c.inlineErr()
-		}
-		s := &segment{c: c, buf: buf, at: at}
-		c.q = append(c.q, s)
-		c.queued += n
-		c.mu.Unlock()
-		c.e.line.At(c.e.base.Add(time.Duration(at)), s.release)
-		written += n
-		b = b[n:]
-	}
-	return written, nil
-}
-
-// writeInline spins until at and writes b directly. The queue is empty and
-// wmu is held, so nothing else writes to the socket meanwhile.
-func (c *shapedConn) writeInline(b []byte, at int64) int {
-	now := c.e.now()
-	for now < at {
-		now = c.e.now()
-	}
-	c.e.lat.Record(time.Duration(now - at))
-	n, err := c.Conn.Write(b)
-	c.e.segments.Add(1)
-	c.e.bytes.Add(int64(n))
-	if err != nil {
-		c.mu.Lock()
-		if c.err == nil {
-			c.err = fmt.Errorf("netem: shaped write: %w", err)
-			c.broadcast()
-		}
-		c.mu.Unlock()
-	}
-	return n
-}
-
-func (c *shapedConn) inlineErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil && !errors.Is(c.err, net.ErrClosed) {
-		return c.err
-	}
-	return nil
-}
-
-// flush waits until the queue is empty, an error ends it, or until.
-func (c *shapedConn) flush(until time.Time) bool {
-	for {
-		c.mu.Lock()
-		if len(c.q) == 0 || c.err != nil {
-			c.mu.Unlock()
-			return true
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		d := time.Until(until)
-		if d <= 0 {
-			return false
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ch:
-			t.Stop()
-		case <-t.C:
-		}
-	}
-}
-
-// Close delivers what is queued (waiting at most FlushTimeout past the last
-// deadline; what is left then counts as dropped) and closes the connection.
-func (c *shapedConn) Close() error {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closing = true
-		last := c.last
-		c.broadcast()
-		c.mu.Unlock()
-		c.flush(c.e.base.Add(time.Duration(last)).Add(c.e.flushTimeout))
-		c.mu.Lock()
-		c.fail(net.ErrClosed)
-		c.mu.Unlock()
-		c.closeErr = c.Conn.Close()
-		c.wg.Wait()
-	})
-	return c.closeErr
-}
-
-// CloseWrite flushes and half-closes the connection when the underlying
-// connection supports it.
-func (c *shapedConn) CloseWrite() error {
-	cw, ok := c.Conn.(interface{ CloseWrite() error })
-	if !ok {
-		return fmt.Errorf("netem: %T cannot half-close", c.Conn)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.mu.Lock()
-	last := c.last
-	c.mu.Unlock()
-	c.flush(c.e.base.Add(time.Duration(last)).Add(c.e.flushTimeout))
-	return cw.CloseWrite()
-}
-
-// SetNoDelay forwards to the underlying TCP connection if it has one.
-func (c *shapedConn) SetNoDelay(noDelay bool) error {
-	if t, ok := c.Conn.(interface{ SetNoDelay(bool) error }); ok {
-		return t.SetNoDelay(noDelay)
-	}
-	return nil
-}
-
-// SetDeadline sets the read deadline and the write deadline.
-func (c *shapedConn) SetDeadline(t time.Time) error {
-	c.setWriteDeadline(t)
-	return c.Conn.SetDeadline(t)
-}
-
-// SetWriteDeadline bounds both the wait for backlog space in Write and the
-// underlying socket writes.
-func (c *shapedConn) SetWriteDeadline(t time.Time) error {
-	c.setWriteDeadline(t)
-	return c.Conn.SetWriteDeadline(t)
-}
-
-func (c *shapedConn) setWriteDeadline(t time.Time) {
-	c.mu.Lock()
-	c.wdl = t
-	c.broadcast()
-	c.mu.Unlock()
-}
-
-// Unwrap returns the underlying connection.
-func (c *shapedConn) Unwrap() net.Conn { return c.Conn }
-
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

@@ -193,14 +193,24 @@ func checkRecords(r io.Reader, writers, perWriter int) error {
 	return nil
 }
 
+// peerOf wraps the receiving end of a connection whose other end e shapes,
+// with an egress of the same links (a shaped connection is wrapped at
+// both ends).
+func peerOf(e *UserspaceEgress, s net.Conn) net.Conn {
+	p := newUserspace(e.plan, e.line, 1)
+	p.Overhead = e.Overhead
+	return p.Wrap(s, "b")
+}
+
 func runConcurrentWriters(t *testing.T, e *UserspaceEgress, c, s net.Conn, writers, perWriter int, sizes []int) {
 	t.Helper()
 	sc := e.Wrap(c, "b")
 	if sc == c {
 		t.Fatal("Wrap did not shape a known destination")
 	}
+	rs := peerOf(e, s)
 	got := make(chan error, 1)
-	go func() { got <- checkRecords(s, writers, perWriter) }()
+	go func() { got <- checkRecords(rs, writers, perWriter) }()
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -231,12 +241,11 @@ func runConcurrentWriters(t *testing.T, e *UserspaceEgress, c, s net.Conn, write
 	case <-time.After(60 * time.Second):
 		t.Fatal("reader did not finish")
 	}
-	st := e.Stats()
-	if st.Drops != 0 {
-		t.Fatalf("%d bytes dropped", st.Drops)
+	if d := e.Stats().Drops; d != 0 {
+		t.Fatalf("%d bytes dropped", d)
 	}
-	if st.Segments == 0 || st.Bytes == 0 {
-		t.Fatalf("nothing released: %+v", st)
+	if st := rs.(*shapedConn).e.Stats(); st.Segments == 0 || st.Bytes == 0 {
+		t.Fatalf("the receiving end released nothing: %+v", st)
 	}
 }
 
@@ -248,8 +257,7 @@ func TestShaperIntegrityTCP(t *testing.T) {
 }
 
 func TestShaperIntegrityPipe(t *testing.T) {
-	// net.Pipe has no file descriptor: every release goes through the
-	// writer goroutine, and each write blocks until the reader reads.
+	// net.Pipe: each write blocks until the reader reads.
 	e := newTestEgress(Link{Bandwidth: 500e6, Latency: 100 * time.Microsecond})
 	c, s := net.Pipe()
 	defer s.Close()
@@ -257,14 +265,15 @@ func TestShaperIntegrityPipe(t *testing.T) {
 }
 
 func TestShaperIntegritySmallSocketBuffer(t *testing.T) {
-	// A tiny send buffer and a slow reader force partial non-blocking writes
-	// on the timer thread and the hand-off to the writer goroutine.
+	// A tiny send buffer and a slow reader: writes block in the kernel and
+	// the receiving end reads frames in pieces.
 	e := newTestEgress(Link{Bandwidth: 0, Latency: 50 * time.Microsecond})
 	c, s := tcpPairBuf(t, 65536)
 	defer s.Close()
 	if err := c.(*net.TCPConn).SetWriteBuffer(16384); err != nil {
 		t.Fatal(err)
 	}
+	rs := peerOf(e, s)
 	reads := 0
 	slow := readerFunc(func(p []byte) (int, error) {
 		if len(p) > 1000 {
@@ -273,7 +282,7 @@ func TestShaperIntegritySmallSocketBuffer(t *testing.T) {
 		if reads++; reads%50 == 0 {
 			time.Sleep(time.Millisecond) // let the receive window fill
 		}
-		return s.Read(p)
+		return rs.Read(p)
 	})
 	sc := e.Wrap(c, "a")
 	got := make(chan error, 1)
@@ -301,9 +310,6 @@ func TestShaperIntegritySmallSocketBuffer(t *testing.T) {
 	if d := e.Stats().Drops; d != 0 {
 		t.Fatalf("%d bytes dropped", d)
 	}
-	if e.handoffs.Load() == 0 {
-		t.Fatal("the socket buffer never filled: the writer hand-off was not exercised")
-	}
 }
 
 type readerFunc func([]byte) (int, error)
@@ -318,56 +324,40 @@ func TestShaperLossIsDelayNotDrop(t *testing.T) {
 }
 
 func TestShaperBackpressure(t *testing.T) {
-	// Nobody reads the pipe: the first segment blocks in the writer
-	// goroutine and the backlog fills to its bound; Write then blocks.
-	e := newTestEgress(Link{Bandwidth: 1e9, Latency: 100 * time.Microsecond})
-	e.FlushTimeout = 50 * time.Millisecond
-	c, s := net.Pipe()
+	// 4 MB at 20 MB/s: the writer must never book the link further ahead
+	// than the bound (delay + 1 MiB at the rate), whoever reads.
+	e := newTestEgress(Link{Bandwidth: 20e6, Latency: time.Millisecond})
+	c, s := tcpPair(t)
 	defer s.Close()
 	sc := e.Wrap(c, "b").(*shapedConn)
+	rs := peerOf(e, s)
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, rs); done <- err }()
 	buf := make([]byte, 64<<10)
-	werr := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := sc.Write(buf); err != nil {
-				werr <- err
-				return
-			}
+	p := sc.p
+	seg := int64(float64(len(buf)) * 1e9 / p.rate)
+	for range 64 {
+		if _, err := sc.Write(buf); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	waitUntil(t, 10*time.Second, "backlog full", func() bool {
-		sc.mu.Lock()
-		defer sc.mu.Unlock()
-		return sc.queued+len(buf) > sc.limit
-	})
-	sc.mu.Lock()
-	queued, limit := sc.queued, sc.limit
-	sc.mu.Unlock()
-	if queued > limit {
-		t.Fatalf("queued %d bytes, bound %d", queued, limit)
+		if ahead := p.backlog(ptimer.Mono()); ahead > p.ahead+seg {
+			t.Fatalf("the link is booked %v ahead, bound %v + one segment", time.Duration(ahead), time.Duration(p.ahead))
+		}
 	}
-	select {
-	case err := <-werr:
-		t.Fatalf("Write returned on a full backlog: %v", err)
-	default:
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
 	}
-	// Close unblocks the Write, gives up flushing after FlushTimeout and
-	// counts the rest as dropped; it must not hang.
-	_ = sc.Close()
-	if err := <-werr; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("blocked Write after Close: %v, want net.ErrClosed", err)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
-	if e.Stats().Drops == 0 {
-		t.Fatal("unflushable bytes not counted as dropped")
-	}
-	if _, err := sc.Write(buf); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Write after Close: %v", err)
+	if got := rs.(*shapedConn).e.Stats().Bytes; got != 64*int64(len(buf)) {
+		t.Fatalf("released %d bytes, want %d", got, 64*len(buf))
 	}
 }
 
 func TestShaperWriteDeadline(t *testing.T) {
+	// Nobody reads the pipe: the write blocks on it until the deadline.
 	e := newTestEgress(Link{Bandwidth: 1e9, Latency: 100 * time.Microsecond})
-	e.FlushTimeout = 10 * time.Millisecond
 	c, s := net.Pipe()
 	defer s.Close()
 	sc := e.Wrap(c, "b")
@@ -387,15 +377,106 @@ func TestShaperWriteDeadline(t *testing.T) {
 	}
 }
 
-func TestShaperCloseFlushes(t *testing.T) {
+func TestShaperWriteDeadlineWhilePacing(t *testing.T) {
+	// A slow link and a reader that keeps up: Write waits in the pacer,
+	// and the deadline ends that wait.
+	e := newTestEgress(Link{Bandwidth: 1e6, Latency: time.Millisecond})
+	c, s := tcpPair(t)
+	defer s.Close()
+	sc := e.Wrap(c, "b")
+	defer sc.Close()
+	rs := peerOf(e, s)
+	go func() { _, _ = io.Copy(io.Discard, rs) }()
+	if err := sc.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sc.Write(make([]byte, 4<<20)) // 4 s of the link
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("pacing Write past the deadline: %v, want deadline exceeded", err)
+	}
+}
+
+func TestShaperHoldsUntilDue(t *testing.T) {
+	// Every message carries its send time; none may be read before send
+	// time + the link's delay.
+	e := newTestEgress(Link{Bandwidth: 100e6, Latency: 600 * time.Microsecond})
+	c, s := tcpPair(t)
+	defer s.Close()
+	sc := e.Wrap(c, "b")
+	rs := peerOf(e, s)
+	delay := sc.(*shapedConn).p.delay
+	const n = 200
+	errc := make(chan error, 1)
+	go func() {
+		var b [8]byte
+		for i := range n {
+			if _, err := io.ReadFull(rs, b[:]); err != nil {
+				errc <- err
+				return
+			}
+			sent := int64(binary.BigEndian.Uint64(b[:]))
+			if early := sent + int64(delay) - ptimer.Mono(); early > 0 {
+				errc <- fmt.Errorf("message %d read %v before its delivery time", i, time.Duration(early))
+				return
+			}
+		}
+		errc <- nil
+	}()
+	var b [8]byte
+	for range n {
+		binary.BigEndian.PutUint64(b[:], uint64(ptimer.Mono()))
+		if _, err := sc.Write(b[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if st := rs.(*shapedConn).e.Stats(); st.Segments != n {
+		t.Fatalf("released %d segments, want %d", st.Segments, n)
+	}
+	_ = sc.Close()
+}
+
+func TestShaperReadDeadlineKeepsTheFrame(t *testing.T) {
+	// A frame due in 300 ms; a read deadline 20 ms away ends the hold, and
+	// the frame is still delivered whole by the next Read.
+	e := newTestEgress(Link{Latency: 300 * time.Millisecond})
+	c, s := tcpPair(t)
+	defer s.Close()
+	sc := e.Wrap(c, "b")
+	defer sc.Close()
+	rs := peerOf(e, s)
+	if _, err := sc.Write([]byte("koala")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	if _, err := rs.Read(b); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read during the hold: %v, want deadline exceeded", err)
+	}
+	if err := rs.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rs.Read(b)
+	if err != nil || string(b[:n]) != "koala" {
+		t.Fatalf("Read after the deadline was lifted: %q, %v", b[:n], err)
+	}
+}
+
+func TestShaperCloseDelivers(t *testing.T) {
+	// What was written before Close reaches the peer whole, at its time.
 	e := newTestEgress(Link{Bandwidth: 50e6, Latency: 2 * time.Millisecond})
 	c, s := tcpPair(t)
 	defer s.Close()
 	sc := e.Wrap(c, "b")
+	rs := peerOf(e, s)
 	data := bytes.Repeat([]byte("koala"), 200_000) // 1 MB: 20 ms at 50 MB/s
 	got := make(chan []byte, 1)
 	go func() {
-		b, _ := io.ReadAll(s)
+		b, _ := io.ReadAll(rs)
 		got <- b
 	}()
 	if _, err := sc.Write(data); err != nil {
@@ -409,6 +490,45 @@ func TestShaperCloseFlushes(t *testing.T) {
 	}
 }
 
+func TestShaperCloseEndsAHold(t *testing.T) {
+	e := newTestEgress(Link{Latency: 10 * time.Second})
+	c, s := tcpPair(t)
+	defer c.Close()
+	sc := e.Wrap(c, "b")
+	rs := peerOf(e, s)
+	if _, err := sc.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := rs.Read(make([]byte, 1)); errc <- err }()
+	waitUntil(t, 10*time.Second, "the frame to be read", func() bool {
+		r := rs.(*shapedConn)
+		if !r.rmu.TryLock() {
+			return true // the reader holds it: waiting
+		}
+		r.rmu.Unlock()
+		return false
+	})
+	_ = rs.Close()
+	if err := <-errc; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Read held when closed: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestShaperPeerNotShaped(t *testing.T) {
+	e := newTestEgress(Link{Latency: time.Millisecond})
+	c, s := tcpPair(t)
+	defer c.Close()
+	rs := peerOf(e, s)
+	defer rs.Close()
+	if _, err := c.Write([]byte("GET / HTTP/1.0\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Read(make([]byte, 8)); !errors.Is(err, ErrNotShaped) {
+		t.Fatalf("unframed bytes: %v, want ErrNotShaped", err)
+	}
+}
+
 func TestShaperNoGoroutineLeak(t *testing.T) {
 	_ = ptimer.Default() // started once, stays
 	before := runtime.NumGoroutine()
@@ -416,8 +536,9 @@ func TestShaperNoGoroutineLeak(t *testing.T) {
 		e := newTestEgress(Link{Bandwidth: 100e6, Latency: 200 * time.Microsecond})
 		c, s := net.Pipe()
 		sc := e.Wrap(c, "b")
+		rs := peerOf(e, s)
 		done := make(chan struct{})
-		go func() { _, _ = io.Copy(io.Discard, s); close(done) }()
+		go func() { _, _ = io.Copy(io.Discard, rs); close(done) }()
 		for range 10 {
 			if _, err := sc.Write(make([]byte, 100_000)); err != nil {
 				t.Fatal(err)
@@ -427,7 +548,7 @@ func TestShaperNoGoroutineLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-done
-		s.Close()
+		rs.Close()
 	}
 	waitUntil(t, 10*time.Second, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 }

@@ -65,6 +65,7 @@ const (
 
 type entry struct {
 	at    int64 // ns since Line.base (Go's monotonic clock, CLOCK_MONOTONIC)
+	tol   int64 // how late fn may run (ns): see AtWithin
 	seq   uint64
 	fn    func()
 	idx   int
@@ -272,17 +273,30 @@ func (l *Line) mono(t time.Time) int64 { return int64(t.Sub(l.base)) }
 // Callbacks with equal deadlines run in the order they were added. After
 // Close, fn runs from a Go timer instead (imprecise, but it still runs once).
 func (l *Line) At(deadline time.Time, fn func()) {
-	l.schedule(l.mono(deadline), fn)
+	l.schedule(l.mono(deadline), 0, fn)
 }
 
-func (l *Line) schedule(at int64, fn func()) *entry {
+// AtWithin is At for a callback that may run up to tolerance late: when the
+// thread's spin margin (the wake-up overshoot it expects) is within
+// tolerance, it sleeps to the deadline itself instead of waking early and
+// spinning the rest. A spinning thread holds a core at real-time priority;
+// a burst of releases spread over a few hundred µs (the frames of a
+// lock-step exchange) would keep it spinning from the first to the last,
+// taking a core from the goroutines those releases wake. Releases whose
+// targets are milliseconds long do not need spinning to be precise to a
+// percent.
+func (l *Line) AtWithin(deadline time.Time, tolerance time.Duration, fn func()) {
+	l.schedule(l.mono(deadline), int64(max(tolerance, 0)), fn)
+}
+
+func (l *Line) schedule(at, tol int64, fn func()) *entry {
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
 	if l.closed {
 		time.AfterFunc(time.Duration(at-l.now()), fn)
 		return nil
 	}
-	e := &entry{at: at, seq: l.seq.Add(1), fn: fn, idx: -1}
+	e := &entry{at: at, tol: tol, seq: l.seq.Add(1), fn: fn, idx: -1}
 	l.pending.Add(1)
 	for {
 		old := l.inbox.Load()
@@ -335,7 +349,7 @@ func (l *Line) SleepUntil(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	ch := make(chan struct{}, 1)
-	e := l.schedule(l.mono(deadline), func() { ch <- struct{}{} })
+	e := l.schedule(l.mono(deadline), 0, func() { ch <- struct{}{} })
 	select {
 	case <-ch:
 		return nil
@@ -458,6 +472,10 @@ func (l *Line) run(started chan<- struct{}) {
 		if !spin {
 			margin = l.margin.For(next - now)
 			spin = next-now <= margin
+			if e.tol >= margin {
+				// Tolerant: sleep to the deadline itself (see AtWithin).
+				margin, spin = 0, false
+			}
 		}
 		if spin {
 			l.armed.Store(next)

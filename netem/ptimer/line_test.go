@@ -206,7 +206,7 @@ func TestCancelledEntryDoesNotRun(t *testing.T) {
 	l := New()
 	defer l.Close()
 	ran := make(chan struct{}, 1)
-	e := l.schedule(l.mono(time.Now().Add(20*time.Millisecond)), func() { ran <- struct{}{} })
+	e := l.schedule(l.mono(time.Now().Add(20*time.Millisecond)), 0, func() { ran <- struct{}{} })
 	if !l.cancel(e) {
 		t.Fatal("cancel of a pending entry failed")
 	}
@@ -250,5 +250,29 @@ func TestConcurrentAt(t *testing.T) {
 	waitFor(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return count == goroutines*per })
 	if p := l.Pending(); p != 0 {
 		t.Fatalf("Pending() = %d after everything ran", p)
+	}
+}
+
+// A tolerant callback runs at or after its deadline, never before, and the
+// thread sleeps to it instead of spinning.
+func TestAtWithinDoesNotSpin(t *testing.T) {
+	l := New()
+	defer l.Close()
+	const n = 50
+	late := make(chan time.Duration, n)
+	for i := range n {
+		at := time.Now().Add(time.Duration(2+i%5) * time.Millisecond)
+		l.AtWithin(at, time.Second, func() { late <- time.Since(at) })
+		time.Sleep(time.Millisecond / 2)
+	}
+	for range n {
+		if d := <-late; d < 0 {
+			t.Fatalf("a tolerant callback ran %v early", -d)
+		}
+	}
+	// Spinning for each would take tens of ms; only the sub-µs gap between
+	// the kernel's clock and Go's may be spun.
+	if s := l.SpinTime(); s > time.Millisecond {
+		t.Fatalf("the line spun %v for tolerant callbacks", s)
 	}
 }
