@@ -151,6 +151,10 @@ type link struct {
 	pair string // "peer's cluster>my cluster": the fidelity key of frames received
 	raw  net.Conn
 	w    net.Conn // raw wrapped by the egress shaper
+	// held is w when the shaper lets the reader take bytes before their
+	// delivery time (netem.HeldReader): recv then holds each message in
+	// the receiving rank's goroutine.
+	held netem.HeldReader
 	wmu  sync.Mutex
 	wbuf []byte
 	in   *inbox
@@ -164,13 +168,26 @@ type inbox struct {
 }
 
 type queue struct {
-	msgs    [][]byte
+	msgs    []message
 	waiters []*waiter
 }
 
-type waiter struct{ ch chan []byte }
+// message is a received payload with what its receiver needs besides the
+// bytes: the sender's fidelity stamps (sent and due, 0 without a model;
+// back: it queued behind earlier frames), when the reading goroutine had
+// the whole frame (arrived, Mono), and the delivery time the shaper asks
+// the receiver to hold it until (hold, Mono; 0 when the shaper held it).
+type message struct {
+	b         []byte
+	sent, due int64
+	back      bool
+	arrived   int64
+	hold      int64
+}
 
-var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan []byte, 1)} }}
+type waiter struct{ ch chan message }
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan message, 1)} }}
 
 func newInbox() *inbox {
 	return &inbox{qs: make(map[int32]*queue), gone: make(chan struct{})}
@@ -186,16 +203,16 @@ func (in *inbox) queue(tag int32) *queue {
 }
 
 // deliver hands a message to the first waiting receiver or queues it.
-func (in *inbox) deliver(tag int32, b []byte) {
+func (in *inbox) deliver(tag int32, m message) {
 	in.mu.Lock()
 	q := in.queue(tag)
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
 		q.waiters[0] = nil
 		q.waiters = q.waiters[1:]
-		w.ch <- b
+		w.ch <- m
 	} else {
-		q.msgs = append(q.msgs, b)
+		q.msgs = append(q.msgs, m)
 	}
 	in.mu.Unlock()
 }
@@ -242,8 +259,10 @@ func (c *Comm) newLink(j int, p Peer, raw net.Conn) *link {
 	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return &link{peer: j, addr: p.Addr, dst: p.Cluster, pair: p.Cluster + ">" + c.opts.Cluster, raw: raw,
+	l := &link{peer: j, addr: p.Addr, dst: p.Cluster, pair: p.Cluster + ">" + c.opts.Cluster, raw: raw,
 		w: c.opts.Egress.Wrap(raw, p.Cluster), in: newInbox()}
+	l.held, _ = l.w.(netem.HeldReader)
+	return l
 }
 
 // Rank returns this process's rank.
@@ -312,27 +331,36 @@ func (c *Comm) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// read demultiplexes one connection into the peer's inbox.
+// read demultiplexes one connection into the peer's inbox. Over a shaper
+// that lets it (netem.HeldReader) it takes each frame as soon as it has
+// arrived and leaves the hold until its delivery time to recv.
 func (c *Comm) read(l *link) {
 	defer c.readers.Done()
-	br := bufio.NewReaderSize(l.w, readBuf)
+	var r io.Reader
+	var dr *dueReader
+	if l.held != nil {
+		dr = &dueReader{h: l.held}
+		r = dr
+	} else {
+		r = bufio.NewReaderSize(l.w, readBuf)
+	}
 	var h [headerLen]byte
 	for {
-		if _, err := io.ReadFull(br, h[:]); err != nil {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
 			c.readErr(l, err)
 			return
 		}
 		n := binary.BigEndian.Uint32(h[0:4])
 		tag := int32(binary.BigEndian.Uint32(h[4:8]))
-		sent, due := int64(binary.BigEndian.Uint64(h[8:16])), int64(binary.BigEndian.Uint64(h[16:24]))
 		if n > MaxMessage {
 			c.readErr(l, fmt.Errorf("frame of %d bytes exceeds %d", n, MaxMessage))
 			return
 		}
-		var b []byte
+		m := message{sent: int64(binary.BigEndian.Uint64(h[8:16])), due: int64(binary.BigEndian.Uint64(h[16:24])),
+			back: h[24] != 0}
 		if n > 0 {
-			b = getBuf(int(n))
-			if _, err := io.ReadFull(br, b); err != nil {
+			m.b = getBuf(int(n))
+			if _, err := io.ReadFull(r, m.b); err != nil {
 				c.readErr(l, err)
 				return
 			}
@@ -342,18 +370,57 @@ func (c *Comm) read(l *link) {
 			l.in.setGone(c.errorf("recv from rank %d: %w", l.peer, ErrPeerClosed))
 			continue
 		case tagAbort:
-			err := c.errorf("rank %d: %w: %s", l.peer, ErrPeerAborted, b)
+			err := c.errorf("rank %d: %w: %s", l.peer, ErrPeerAborted, m.b)
 			l.in.setGone(err)
 			c.fail(err)
 			continue
 		}
-		if sent != 0 && c.opts.Probe != nil {
-			c.opts.Probe.Frame(l.pair, sent, due, fidelity.Mono(), h[24] != 0)
+		if m.sent != 0 {
+			m.arrived = fidelity.Mono()
+		}
+		if dr != nil {
+			m.hold = dr.due
 		}
 		c.msgsRecv.Add(1)
 		c.bytesRecv.Add(int64(n))
-		l.in.deliver(tag, b)
+		l.in.deliver(tag, m)
 	}
+}
+
+// dueReader reads a held connection and remembers the delivery time of the
+// last byte it returned.
+type dueReader struct {
+	h   netem.HeldReader
+	due int64
+}
+
+func (r *dueReader) Read(p []byte) (int, error) {
+	n, due, err := r.h.ReadHeld(p)
+	if n > 0 {
+		r.due = due
+	}
+	return n, err
+}
+
+// settle finishes a receive: it holds m until the shaper's delivery time
+// and records its lateness. called is when the receiver started waiting
+// (Mono): a message whose time came while the rank was busy elsewhere is
+// judged by when the reader had it, one the rank waited for by when the
+// rank resumed.
+func (c *Comm) settle(ctx context.Context, l *link, m message, called int64) ([]byte, error) {
+	if m.hold != 0 {
+		if err := l.held.Hold(ctx, m.hold); err != nil {
+			return nil, c.errorf("recv from rank %d: %w", l.peer, err)
+		}
+	}
+	if m.sent != 0 && c.opts.Probe != nil {
+		at := max(m.due, m.arrived)
+		if called <= at {
+			at = fidelity.Mono()
+		}
+		c.opts.Probe.Frame(l.pair, m.sent, m.due, at, m.back)
+	}
+	return m.b, nil
 }
 
 func (c *Comm) readErr(l *link, err error) {
@@ -444,7 +511,7 @@ func (c *Comm) send(ctx context.Context, to int, tag int32, b []byte) error {
 		if len(b) > 0 {
 			cp = append([]byte(nil), b...)
 		}
-		c.self.deliver(tag, cp)
+		c.self.deliver(tag, message{b: cp})
 		return nil
 	}
 	l := c.t().links[to]
@@ -551,18 +618,21 @@ func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
 	if err := c.peerCheck(from); err != nil {
 		return nil, err
 	}
+	called := fidelity.Mono()
 	in := c.self
+	var l *link
 	if from != c.rank {
-		in = c.t().links[from].in
+		l = c.t().links[from]
+		in = l.in
 	}
 	in.mu.Lock()
 	q := in.queue(tag)
 	if len(q.msgs) > 0 {
-		b := q.msgs[0]
-		q.msgs[0] = nil
+		m := q.msgs[0]
+		q.msgs[0] = message{}
 		q.msgs = q.msgs[1:]
 		in.mu.Unlock()
-		return b, nil
+		return c.settle(ctx, l, m, called)
 	}
 	select {
 	case <-in.gone:
@@ -577,9 +647,9 @@ func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
 
 	var err error
 	select {
-	case b := <-w.ch:
+	case m := <-w.ch:
 		waiterPool.Put(w)
-		return b, nil
+		return c.settle(ctx, l, m, called)
 	case <-ctx.Done():
 		err = c.errorf("recv from rank %d tag %d: %w", from, tag, ctx.Err())
 	case <-c.failed:
@@ -600,9 +670,9 @@ func (c *Comm) recv(ctx context.Context, from int, tag int32) ([]byte, error) {
 	}
 	in.mu.Unlock()
 	// The message arrived while giving up: take it.
-	b := <-w.ch
+	m := <-w.ch
 	waiterPool.Put(w)
-	return b, nil
+	return c.settle(ctx, l, m, called)
 }
 
 // Isend starts sending b to rank to in the background (for instance to
