@@ -17,8 +17,13 @@ type Capacity struct {
 	MsgsPerSec  float64 `json:"msgs_per_s"`
 	BytesPerSec float64 `json:"bytes_per_s"`
 	// Floor is the wake-up lateness the machine alone sets (p99).
-	Floor    time.Duration `json:"floor_ns"`
-	Measured time.Time     `json:"measured"`
+	Floor time.Duration `json:"floor_ns"`
+	// BurstPerMsg is how long the host takes per message to deliver a
+	// burst of messages due at one instant (a lock-step exchange): the p99
+	// lateness of such a burst over its size. 0: unknown (the burst is then
+	// charged at 1 / MsgsPerSec per message).
+	BurstPerMsg time.Duration `json:"burst_per_msg_ns,omitempty"`
+	Measured    time.Time     `json:"measured"`
 	// Probe is the version of the probe that measured the figures.
 	Probe int `json:"probe"`
 }
@@ -60,15 +65,16 @@ const (
 	// FloorShare: the machine's lateness floor must stay under this share
 	// of the smallest (dilated) one-way latency.
 	FloorShare = 0.05
-	// BurstShare: the floor plus the time the host takes to handle a job's
-	// burst of messages (Burst / MsgsPerSec) must stay under this share of
-	// the smallest (dilated) one-way latency: the monitor's link limit.
+	// BurstShare: the floor plus the time the host takes to deliver a
+	// job's burst of messages (Burst x BurstPerMsg) must stay under this
+	// share of the smallest (dilated) one-way latency: the monitor's link
+	// limit.
 	BurstShare = 0.10
 	// MaxAuto is the largest dilation auto chooses: beyond it a run of the
 	// built-in scenarios would keep too few iterations in a reasonable wall
 	// time. A demand that needs more is run at MaxAuto and said to be
 	// degraded before it starts.
-	MaxAuto = 200.0
+	MaxAuto = 1000.0
 )
 
 // ladder are the dilations Choose picks from: a dilation is rounded up to
@@ -89,8 +95,8 @@ func Choose(c Capacity, d Demand) Choice {
 	ch.ByBurst = 1
 	if d.MinLatency > 0 {
 		ch.ByFloor = float64(c.Floor) / (FloorShare * float64(d.MinLatency))
-		if c.MsgsPerSec > 0 && d.Burst > 0 {
-			burst := float64(c.Floor) + d.Burst/c.MsgsPerSec*1e9
+		if per := c.burstPerMsg(); per > 0 && d.Burst > 0 {
+			burst := float64(c.Floor) + d.Burst*float64(per)
 			ch.ByBurst = burst / (BurstShare * float64(d.MinLatency))
 		}
 	}
@@ -112,7 +118,7 @@ func Choose(c Capacity, d Demand) Choice {
 	add("byte rate", ch.ByBytes, fmt.Sprintf("%.0f MB/s asked, %.0f MB/s carried", d.BytesPerSec/1e6, c.BytesPerSec/1e6))
 	add("lateness floor", ch.ByFloor, fmt.Sprintf("%s floor against %s latency", c.Floor, d.MinLatency))
 	add("message burst", ch.ByBurst, fmt.Sprintf("%.0f messages at once take %s against %s latency", d.Burst,
-		time.Duration(d.Burst/max(c.MsgsPerSec, 1)*1e9).Round(time.Microsecond), d.MinLatency))
+		(time.Duration(d.Burst)*c.burstPerMsg()).Round(time.Microsecond), d.MinLatency))
 	if len(why) == 0 {
 		ch.Reason = "the host carries the demand in real time"
 	} else {
@@ -129,6 +135,18 @@ func Choose(c Capacity, d Demand) Choice {
 		}
 	}
 	return ch
+}
+
+// burstPerMsg is the host's time per message of a burst: measured, or
+// else one message's share of the message rate.
+func (c Capacity) burstPerMsg() time.Duration {
+	if c.BurstPerMsg > 0 {
+		return c.BurstPerMsg
+	}
+	if c.MsgsPerSec > 0 {
+		return time.Duration(1e9 / c.MsgsPerSec)
+	}
+	return 0
 }
 
 // Floor returns the largest dilation of the ladder at most d (1 at least).

@@ -68,10 +68,23 @@ func TestLinkModel(t *testing.T) {
 	if !ok || back || due != int64(2*time.Millisecond) {
 		t.Fatalf("first frame due %d backlogged %v ok %v", due, back, ok)
 	}
-	// Sent at 0.5 ms: queues behind the first (free at 1 ms).
+	// Sent at 0.5 ms: queues behind the first (free at 1 ms) for 0.5 ms
+	// and is 1 ms on the wire itself: its arrival measures the rate.
 	due, back, _ = m.Stamp("b", 1000, int64(500*time.Microsecond))
 	if !back || due != int64(3*time.Millisecond) {
 		t.Fatalf("second frame due %d backlogged %v", due, back)
+	}
+	// 10 bytes sent at 2 ms wait 0 ms behind the second (free at 2 ms):
+	// an idle link.
+	if _, back, _ = m.Stamp("b", 10, int64(2*time.Millisecond)); back {
+		t.Fatal("a frame on a link free at its send time counted as backlogged")
+	}
+	// 10 bytes right behind another 10: a 10 µs wait and 10 µs on the wire
+	// against a 1 ms latency: the latency sets its arrival, not the rate.
+	now := int64(10 * time.Millisecond)
+	m.Stamp("b", 10, now)
+	if _, back, _ = m.Stamp("b", 10, now); back {
+		t.Fatal("a short wait behind a small frame counted as a rate measurement")
 	}
 	due, back, _ = m.Stamp("inf", 1<<20, 5)
 	if back || due != 5+int64(10*time.Microsecond) {
@@ -163,12 +176,21 @@ func TestChoose(t *testing.T) {
 		// 62 messages at 100,000/s take 620 µs, plus the 20 µs floor, against
 		// 10 % of 1 ms: 6.4 -> 8.
 		{"burst", Demand{MsgsPerSec: 1, MinLatency: time.Millisecond, Burst: 62}, 8, "message burst"},
-		// Against 30 µs the same burst needs 213: capped, and the links
-		// under 30 µs x 213 / 200 are named.
-		{"burst beyond the cap", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, MaxAuto, "shorter than 32µs"},
+		// Against 30 µs the same burst needs 213.3 -> 250.
+		{"burst on a cluster link", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 250, "message burst"},
+		// 500 messages need 1673: capped at 1000, and the links under
+		// 30 µs x 1673 / 1000 are named.
+		{"burst beyond the cap", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 500}, MaxAuto, "shorter than 50µs"},
+		// A measured burst cost replaces the message rate's share: 62 x 15 µs
+		// + 20 µs = 950 µs against 10 % of 30 µs: 316.7 -> 400.
+		{"measured burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 400, "take 930µs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			capa := capa
+			if c.name == "measured burst" {
+				capa.BurstPerMsg = 15 * time.Microsecond
+			}
 			ch := Choose(capa, c.d)
 			if ch.Dilation != c.want || !strings.Contains(ch.Reason, c.why) {
 				t.Fatalf("dilation %g (%s), want %g (%s)", ch.Dilation, ch.Reason, c.want, c.why)

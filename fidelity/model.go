@@ -42,8 +42,13 @@ func NewLinkModel(targets map[string]Target) *LinkModel {
 }
 
 // Stamp returns when a frame of n bytes to a node of cluster dst, sent at
-// now (Mono), is due at the receiver, and whether it queued behind earlier
-// frames. ok is false when the model has no such link.
+// now (Mono), is due at the receiver, and whether it measures the link's
+// rate: it queued behind earlier frames and its time on the wire (the wait
+// plus its own serialisation) is at least the link's latency, so that its
+// arrival is set by the rate the link delivers more than by the latency.
+// (The second 8-byte boundary value of a lock-step exchange waits a few µs
+// behind the first; its arrival says nothing of the rate.) ok is false when
+// the model has no such link.
 func (m *LinkModel) Stamp(dst string, n int, now int64) (due int64, backlogged, ok bool) {
 	if m == nil {
 		return 0, false, false
@@ -54,14 +59,12 @@ func (m *LinkModel) Stamp(dst string, n int, now int64) (due int64, backlogged, 
 	if l == nil {
 		return 0, false, false
 	}
-	start := now
-	if l.free > now {
-		start, backlogged = l.free, true
-	}
+	start := max(now, l.free)
 	finish := start
 	if l.Rate > 0 {
 		finish += int64(math.Ceil(float64(n) * 1e9 / l.Rate))
 		l.free = finish
 	}
+	backlogged = start > now && finish-now >= int64(l.Latency)
 	return finish + int64(l.Latency), backlogged, true
 }

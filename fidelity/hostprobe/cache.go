@@ -19,7 +19,7 @@ import (
 
 // Version is the probe's version: figures measured by another version of
 // it are measured again.
-const Version = 2
+const Version = 3
 
 // MaxAge is how long kept figures are trusted before a run measures again.
 const MaxAge = 7 * 24 * time.Hour

@@ -29,6 +29,10 @@ type Options struct {
 	Pairs int
 	// Tries of each figure; the best is kept (default 3).
 	Tries int
+	// BurstRanks is the size of the burst probe's job (default 32: wave's
+	// 62 boundary messages at one instant) and BurstSteps its lock-step
+	// exchanges (default 40).
+	BurstRanks, BurstSteps int
 }
 
 func (o Options) withDefaults() Options {
@@ -49,6 +53,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Tries <= 0 {
 		o.Tries = 3
+	}
+	if o.BurstRanks < 2 {
+		o.BurstRanks = 32
+	}
+	if o.BurstSteps <= 0 {
+		o.BurstSteps = 40
 	}
 	return o
 }
@@ -81,9 +91,110 @@ func MeasureInproc(ctx context.Context, opts Options) (fidelity.Capacity, error)
 		if err != nil {
 			return c, err
 		}
+		per, err := burstCost(ctx, opts.BurstRanks, opts.BurstSteps)
+		if err != nil {
+			return c, err
+		}
 		c.MsgsPerSec, c.BytesPerSec = max(c.MsgsPerSec, msgs), max(c.BytesPerSec, bytes)
+		if try == 0 || per < c.BurstPerMsg {
+			c.BurstPerMsg = per
+		}
 	}
 	return c, nil
+}
+
+// burstLatencies are the one-way latencies the burst probe tries, in order.
+var burstLatencies = []time.Duration{2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond,
+	16 * time.Millisecond, 32 * time.Millisecond}
+
+// burstCost returns the host's time per message of a lock-step burst: a
+// job of n ranks that, at the same instant (the end of a computation, a Go
+// timer as Compute's), each send an 8-byte value to both ring neighbours
+// and wait for theirs, as wave does every step. The frames' lateness at
+// their receivers grows with the burst, not with the latency, so the probe
+// tries longer and longer links until the burst's p99 lateness is within
+// fidelity.BurstShare of the latency, and returns that lateness (the
+// smallest latency's share) over the burst's 2n messages: Choose then asks
+// of a burst of B messages a latency of about B x BurstPerMsg / BurstShare.
+func burstCost(ctx context.Context, n, steps int) (time.Duration, error) {
+	var late time.Duration
+	for _, lat := range burstLatencies {
+		p99, err := burstLate(ctx, n, steps, lat)
+		if err != nil {
+			return 0, err
+		}
+		late = p99
+		if float64(p99) <= fidelity.BurstShare*float64(lat) {
+			late = time.Duration(fidelity.BurstShare * float64(lat))
+			break
+		}
+	}
+	return late / time.Duration(2*n), nil
+}
+
+// burstLate runs steps lock-step bursts of n ranks over links of latency
+// lat and returns the p99 lateness of their frames.
+func burstLate(ctx context.Context, n, steps int, lat time.Duration) (time.Duration, error) {
+	opts, done := shaped(n, lat)
+	defer done()
+	probes := make([]*fidelity.Probe, n)
+	for i := range opts {
+		probes[i] = fidelity.NewProbe()
+		opts[i].JobID, opts[i].Probe = "host-probe-burst", probes[i]
+		opts[i].Targets = map[string]netem.Link{"probe": {Latency: lat}}
+	}
+	cs, err := comm.ConnectLocal(ctx, opts)
+	if err != nil {
+		return 0, fmt.Errorf("host probe: %w", err)
+	}
+	defer closeAll(cs)
+	start := time.Now().Add(10 * time.Millisecond)
+	period := 4 * lat
+	errs := make(chan error, n)
+	for i, c := range cs {
+		go func(i int, c *comm.Comm) {
+			errs <- burstSteps(ctx, c, i, n, steps, start, period)
+		}(i, c)
+	}
+	for range cs {
+		if err := <-errs; err != nil {
+			return 0, fmt.Errorf("host probe: burst: %w", err)
+		}
+	}
+	var all fidelity.Stats
+	for _, p := range probes {
+		s := p.Snapshot()
+		all.Merge(&s)
+	}
+	return time.Duration(max(all.LinkLate().Quantile(0.99), 0) * float64(lat)), nil
+}
+
+// burstSteps is one rank of the burst probe.
+func burstSteps(ctx context.Context, c *comm.Comm, i, n, steps int, start time.Time, period time.Duration) error {
+	left, right := (i+n-1)%n, (i+1)%n
+	var b [8]byte
+	for s := 0; s < steps; s++ {
+		t := time.NewTimer(time.Until(start.Add(time.Duration(s) * period)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := c.Send(ctx, left, 0, b[:]); err != nil {
+			return err
+		}
+		if err := c.Send(ctx, right, 1, b[:]); err != nil {
+			return err
+		}
+		if _, err := c.Recv(ctx, right, 0); err != nil {
+			return err
+		}
+		if _, err := c.Recv(ctx, left, 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lateness returns the p99 lateness of n waits of d on the default delay
