@@ -223,6 +223,7 @@ type path struct {
 	mu   sync.Mutex
 	free int64 // Mono ns when the link is next idle
 	rng  *rand.Rand
+	cut  chan struct{} // non-nil while the destination is cut off (Cut)
 }
 
 // reserve books n bytes on the link at time now (Mono ns) and returns the
@@ -286,21 +287,8 @@ func (e *UserspaceEgress) freeze() {
 	i := uint64(0)
 	for dst, l := range e.plan.To {
 		i++
-		loss := min(max(l.Loss, 0), 0.99)
-		p := &path{
-			dst:       dst,
-			link:      l,
-			rate:      WireRate(l),
-			delay:     e.overhead().DelayFor(l.Latency),
-			jitter:    l.Jitter,
-			loss:      loss,
-			rtt:       2 * l.Latency,
-			tolerance: time.Duration(HoldTolerance * float64(l.Latency)),
-			rng:       rand.New(rand.NewPCG(e.seed, i)),
-		}
-		if p.rate > 0 {
-			p.ahead = int64(p.delay) + int64(float64(backlogSlack)*1e9/p.rate)
-		}
+		p := &path{dst: dst, rng: rand.New(rand.NewPCG(e.seed, i))}
+		p.set(l, e.overhead())
 		e.paths[dst] = p
 	}
 }

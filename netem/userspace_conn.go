@@ -126,6 +126,9 @@ func (c *shapedConn) Write(b []byte) (int, error) {
 	written := 0
 	for len(b) > 0 {
 		n := min(len(b), c.e.segSize)
+		if err := c.waitUncut(); err != nil {
+			return written, err
+		}
 		if err := c.pace(); err != nil {
 			return written, err
 		}
