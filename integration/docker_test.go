@@ -344,8 +344,8 @@ func TestDockerNodeKilled(t *testing.T) {
 	}
 	for _, j := range res.Jobs {
 		if j.ID == "j0001" {
-			if j.Status != "failed" || !strings.HasPrefix(j.Reason, "node alpha-n002 of cluster alpha went down") {
-				t.Errorf("j0001: %s %q, want failed by the killed node", j.Status, j.Reason)
+			if j.Status != "failed" || !strings.HasPrefix(j.Reason, "node alpha-n002 of cluster alpha went down") || j.Cause != "node_down" {
+				t.Errorf("j0001: %s %q (cause %q), want failed by the killed node (cause node_down)", j.Status, j.Reason, j.Cause)
 			}
 			continue
 		}

@@ -26,8 +26,8 @@ const (
 // Submitted counts submissions: one per job record with a submission time,
 // plus Resubmitted, the failed attempts that a resubmission policy submitted
 // again (each such attempt ends as "resubmitted" and its retry is a new
-// submission; no job record carries the count yet, so NewBooks leaves it at
-// 0 and the runner that resubmits adds it with AddResubmissions). The jobs
+// submission; NewBooks adds every record's Resubmissions, see
+// AddResubmissions). The jobs
 // of the plan that were never submitted are counted apart: they do not
 // unbalance the books (a run cut short leaves some), but a negative count
 // (more submitted jobs than planned) does.
@@ -73,6 +73,7 @@ func NewBooks(jobs []Job, planned int) *Books {
 			continue
 		}
 		b.Submitted++
+		b.AddResubmissions(j.Resubmissions)
 		switch j.Status {
 		case StatusCompleted:
 			b.Completed++
@@ -86,7 +87,7 @@ func NewBooks(jobs []Job, planned int) *Books {
 			b.Unknown++
 		}
 	}
-	b.NeverSubmitted = planned - b.Submitted
+	b.NeverSubmitted = planned - (b.Submitted - b.Resubmitted)
 	return b
 }
 

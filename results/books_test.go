@@ -57,6 +57,10 @@ func TestBooks(t *testing.T) {
 			Books{Planned: 4, NeverSubmitted: 1, Submitted: 3, Completed: 1, Interrupted: 2}, nil},
 		{"resubmissions", recs(c, f, c), 3, 2,
 			Books{Planned: 3, Submitted: 5, Completed: 2, Failed: 1, Resubmitted: 2}, nil},
+		{"resubmissions on the records", []Job{
+			{ID: "a", Submit: 0, Start: 1, End: 2, Status: c, Resubmissions: 2},
+			{ID: "b", Submit: 0, Start: 1, End: 2, Status: f, Resubmissions: 1}}, 2, 0,
+			Books{Planned: 2, Submitted: 5, Completed: 1, Failed: 1, Resubmitted: 3}, nil},
 		{"open jobs at the end", recs(c, q, r, f), 4, 0,
 			Books{Planned: 4, Submitted: 4, Completed: 1, Failed: 1, Open: 2},
 			[]string{"submitted 4 != completed 1 + failed 1 + resubmitted 0 + interrupted 0 (= 2)", "2 submitted jobs neither ended"}},

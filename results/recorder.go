@@ -30,8 +30,15 @@ type Job struct {
 	Tries      int     `json:"tries"`
 	Status     string  `json:"status"` // completed | failed | running | queued
 	Reason     string  `json:"reason,omitempty"`
-	Nominal    float64 `json:"nominal_s"` // single-cluster execution time, for net utilisation
-	BytesSent  float64 `json:"bytes_sent"`
+	// Cause is why a failed job failed, typed (msg.FailureCause's Name:
+	// node_down, rank, placement, ...); empty unless failed.
+	Cause string `json:"cause,omitempty"`
+	// Resubmissions counts the failed attempts submitted again
+	// (policy.on_failure: resubmit); the record is the last attempt's, its
+	// submission time the first's.
+	Resubmissions int     `json:"resubmissions,omitempty"`
+	Nominal       float64 `json:"nominal_s"` // single-cluster execution time, for net utilisation
+	BytesSent     float64 `json:"bytes_sent"`
 	// Malleable jobs: time-weighted average and maximum processors, the
 	// number of grows and shrinks and the time spent resizing.
 	Malleable bool    `json:"malleable,omitempty"`
@@ -84,6 +91,7 @@ type Recorder struct {
 	onEvent  func(*msg.Event)
 	util     []UtilSample
 	resizes  []ResizeOp
+	faults   []FaultRecord
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -144,6 +152,8 @@ func (r *Recorder) Record(ev *msg.Event) {
 		v := ev.Values
 		r.util = append(r.util, UtilSample{T: ev.TS, Cluster: ev.Fields["cluster"], Capacity: v["capacity"], Idle: v["idle"],
 			Local: v["local"], Koala: v["koala"], Malleable: v["malleable"], Rigid: v["rigid"]})
+	case msg.EventFault:
+		r.faults = append(r.faults, faultRecord(ev))
 	case msg.EventGrow, msg.EventShrink:
 		v := ev.Values
 		r.resizes = append(r.resizes, ResizeOp{T: ev.TS, Job: ev.JobId, Op: ev.Kind, Cluster: ev.Fields["cluster"],
@@ -181,6 +191,10 @@ func (r *Recorder) fold(ev *msg.Event) {
 		j.Tries = int(ev.Values["tries"])
 	case msg.EventStart:
 		j.Start = ev.TS
+	case msg.EventResubmit:
+		// The failed attempt ends; the job waits again.
+		j.Resubmissions++
+		j.Placement, j.Start, j.Components, j.Clusters, j.Status = -1, -1, "", 0, StatusQueued
 	case msg.EventEnd:
 		if j.End >= 0 {
 			return
@@ -188,6 +202,7 @@ func (r *Recorder) fold(ev *msg.Event) {
 		j.End = ev.TS
 		j.Status = ev.Fields["status"]
 		j.Reason = ev.Fields["reason"]
+		j.Cause = ev.Fields["cause"]
 		j.BytesSent = ev.Values["bytes_sent"]
 		if f := ev.Fields[fidelity.EventField]; f != "" {
 			if st, err := fidelity.Decode(f); err == nil {

@@ -62,6 +62,9 @@ type Summary struct {
 	ExecByApp              map[string]Stat `json:"exec_by_app"`
 	ExecByClusters         map[string]Stat `json:"exec_by_clusters"`
 	Malleability           *Malleability   `json:"malleability,omitempty"`
+	// Faults are the faults the scenario applied and what they cost; nil
+	// for a scenario without faults.
+	Faults *Faults `json:"faults,omitempty"`
 	// Books are the run's job accounts (see Books); nil until the run closes them.
 	Books *Books `json:"books,omitempty"`
 	// Fidelity says whether the host kept up (see package fidelity).
@@ -223,8 +226,10 @@ func (s Summary) Print(w io.Writer) {
 		if err := b.Err(); err != nil {
 			state = "UNBALANCED: " + err.Error()
 		}
-		fmt.Fprintf(tw, "books\t%d planned = %d submitted + %d never submitted; %s\n", b.Planned, b.Submitted, b.NeverSubmitted, state)
+		fmt.Fprintf(tw, "books\t%d planned = %d submitted + %d never submitted; %d submissions = %d completed + %d failed + %d resubmitted + %d interrupted; %s\n",
+			b.Planned, b.Submitted-b.Resubmitted, b.NeverSubmitted, b.Submitted, b.Completed, b.Failed, b.Resubmitted, b.Interrupted, state)
 	}
+	printFaults(tw, s.Faults)
 	printFidelity(tw, s.Fidelity)
 	tw.Flush()
 }

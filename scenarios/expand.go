@@ -64,6 +64,7 @@ func (s *Scenario) Expand(env Env, o Overrides) (*Plan, error) {
 		Duration:         r.duration,
 		NetUtilization:   r.netUtil,
 		MeanInterarrival: r.meanGap,
+		Faults:           slices.Clone(r.faults),
 	}
 	jobs := slices.Clone(r.explicit)
 	if r.duration == 0 {

@@ -48,6 +48,9 @@ type Plan struct {
 	NetUtilization float64
 	// MeanInterarrival of the generated Poisson arrivals (0: none).
 	MeanInterarrival time.Duration
+	// Faults is the faults timeline, sorted by time: the scenario's
+	// entries plus the heals and restores their durations imply.
+	Faults []Fault
 }
 
 // Cluster is one included cluster.
@@ -110,6 +113,9 @@ type Policy struct {
 	StartupDelay   time.Duration
 	ProbePeriod    time.Duration
 	PlacementTries int
+	// Resubmits is how many times a job that failed after its placement is
+	// submitted again (policy.on_failure: resubmit(N)); 0: it fails.
+	Resubmits int
 	// Malleability is the malleability manager's configuration; nil: no
 	// malleability manager (the co-allocating scheduler runs).
 	Malleability *Malleability

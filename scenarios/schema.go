@@ -37,6 +37,9 @@ type Scenario struct {
 	Topology TopologySpec `yaml:"topology"`
 	Workload WorkloadSpec `yaml:"workload"`
 	Policy   PolicySpec   `yaml:"policy"`
+	// Faults is the faults timeline: nodes killed, clusters partitioned
+	// and healed, links degraded, at given scenario times (see FaultSpec).
+	Faults []FaultSpec `yaml:"faults,omitempty"`
 
 	source string // file name or built-in name, for messages
 }
@@ -218,6 +221,10 @@ type PolicySpec struct {
 	// Malleability, when present, runs the malleability manager in place of
 	// the co-allocating scheduler.
 	Malleability *MalleabilitySpec `yaml:"malleability,omitempty"`
+	// OnFailure is what happens to a job that fails after its placement (a
+	// node lost, a rank's error): fail (default) ends it failed;
+	// resubmit(N) submits it again, at most N times.
+	OnFailure string `yaml:"on_failure,omitempty"`
 }
 
 // MalleabilitySpec configures the malleability manager (SPEC §4).

@@ -64,6 +64,7 @@ type resolved struct {
 	links      netem.Matrix
 	policy     Policy
 	background []Background
+	faults     []Fault
 
 	app        string
 	apps       []string // workload.applications, or nil
@@ -210,6 +211,8 @@ func (s *Scenario) resolve(env Env) (*resolved, Errors) {
 	pv := &validator{}
 	pv.policy(s, env, r)
 	v.workload(s, env, r, topoOK)
+	fv := &validator{}
+	r.faults = fv.faults(s, r, topoOK)
 	// The launcher checks again with the dilation and time scale it
 	// resolves (Plan.Resolve).
 	if r.wallBudget == 0 {
@@ -217,5 +220,5 @@ func (s *Scenario) resolve(env Env) (*resolved, Errors) {
 			v.add("time_scale", "%s; raise time_scale or shorten the scenario", msg)
 		}
 	}
-	return r, append(v.errs, pv.errs...)
+	return r, append(append(v.errs, pv.errs...), fv.errs...)
 }

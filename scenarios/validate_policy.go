@@ -47,6 +47,7 @@ func (v *validator) policy(s *Scenario, env Env, r *resolved) {
 	if ps.ProbePeriodS != nil {
 		p.ProbePeriod = v.seconds(r, "policy.probe_period_s", *ps.ProbePeriodS, true)
 	}
+	p.Resubmits = v.onFailure(ps.OnFailure)
 	p.Malleability = v.malleability(s, env, r)
 	r.policy = p
 	r.topo.cap = max(ps.MaxClusters, 0)

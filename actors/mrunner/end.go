@@ -14,6 +14,9 @@ func (r *mrunner) fail(ctx actor.Context, reason string) {
 		return
 	}
 	r.failure = reason
+	if r.cause == msg.FailureCause_FAILURE_NONE {
+		r.cause = msg.FailureCause_FAILURE_RANK
+	}
 	if o := r.cur; o != nil && o.cancel != nil {
 		o.cancel()
 		o.cancel = nil
@@ -75,6 +78,10 @@ func (r *mrunner) finish(ctx actor.Context) {
 	fields := map[string]string{"status": "completed", "malleable": "true", "profile": r.cfg.Profile.Name}
 	if r.failure != "" {
 		fields["status"], fields["reason"] = "failed", r.failure
+		if r.cause == msg.FailureCause_FAILURE_NONE {
+			r.cause = msg.FailureCause_FAILURE_RANK
+		}
+		fields["cause"] = r.cause.Name()
 	}
 	vals := map[string]float64{}
 	if r.placed {
@@ -133,7 +140,7 @@ func (r *mrunner) announce(ctx actor.Context) {
 		return
 	}
 	r.announced = true
-	ctx.Send(r.cfg.Manager, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: r.failure == "", Reason: r.failure})
+	ctx.Send(r.cfg.Manager, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: r.failure == "", Reason: r.failure, Cause: r.cause})
 }
 
 // maybeStop stops the actor once it has finished, every processor it held

@@ -142,6 +142,7 @@ type mrunner struct {
 	finished  bool
 	ending    bool // a rank of the application has ended: it resizes no more
 	failure   string
+	cause     msg.FailureCause // why the job failed (set with failure)
 	cancelArm func()
 	startS    float64
 
@@ -232,6 +233,7 @@ func (r *mrunner) Receive(ctx actor.Context) {
 		}
 	case *msg.JobRejected:
 		r.failure = fmt.Sprintf("placement failed after %d tries: %s", x.Tries, x.Reason)
+		r.cause = msg.FailureCause_FAILURE_PLACEMENT
 		r.finish(ctx)
 	case *msg.JobPlaced:
 		r.onPlaced(ctx, x)
@@ -239,6 +241,9 @@ func (r *mrunner) Receive(ctx actor.Context) {
 		r.launch(ctx)
 	case *readyTimeout:
 		if !r.started && !r.finished {
+			if r.failure == "" {
+				r.cause = msg.FailureCause_FAILURE_RANK_TIMEOUT
+			}
 			r.fail(ctx, fmt.Sprintf("ranks not ready within %s", r.cfg.RankTimeout))
 		}
 	case *msg.RankReady:
@@ -279,6 +284,9 @@ func (r *mrunner) Receive(ctx actor.Context) {
 			if m.state == mRunning || m.state == mDeparting {
 				m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: "node down"}
 				m.state = mGone
+			}
+			if r.failure == "" {
+				r.cause = msg.FailureCause_FAILURE_NODE_DOWN
 			}
 			r.fail(ctx, reason)
 		}

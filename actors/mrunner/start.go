@@ -23,6 +23,7 @@ func (r *mrunner) onPlaced(ctx actor.Context, x *msg.JobPlaced) {
 			}
 		}
 		r.failure = fmt.Sprintf("malleable job placed on %d clusters: malleable jobs are not co-allocated", len(x.Allocations))
+		r.cause = msg.FailureCause_FAILURE_PLACEMENT
 		r.finish(ctx)
 		return
 	}

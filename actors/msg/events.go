@@ -1,5 +1,7 @@
 package msg
 
+import "strings"
+
 // Event kinds: the Kind of every Event the actors emit, as the recorder
 // (results) reads and counts them and events.jsonl spells them. The one list
 // of them; an actor emits, and results matches, these names only.
@@ -11,7 +13,8 @@ const (
 	EventRejected    = "rejected"     // placement failed for good (field reason; value tries)
 	EventClaimFailed = "claim_failed" // a cluster refused a claim; the job waits again
 	EventStart       = "start"        // every rank connected: the job runs
-	EventEnd         = "end"          // the job ended (field status: completed, failed, interrupted)
+	EventEnd         = "end"          // the job ended (field status: completed, failed, interrupted; field cause when failed)
+	EventResubmit    = "resubmit"     // a failed attempt is submitted again (fields cause, reason; value attempt)
 
 	// Malleability (actors/mmanager, actors/mrunner, actors/node).
 	EventGrow             = "grow"              // a malleable job grew (values from, to)
@@ -31,6 +34,11 @@ const (
 	EventProbeError = "probe_error" // a network measurement failed
 	EventNodeDown   = "node_down"   // a cluster manager marked a node down
 
+	// Faults on purpose (the scenario's faults timeline, launch/wiring).
+	EventFault       = "fault"       // a fault was applied (fields kind, target, peer; values latency_factor, bandwidth_factor)
+	EventUnreachable = "unreachable" // the information service marked a cluster unreachable (partition)
+	EventReachable   = "reachable"   // the information service marked a cluster reachable again (heal)
+
 	// EventInvariantViolation: an invariant check failed (fields invariant,
 	// detail; actors/invariant).
 	EventInvariantViolation = "invariant_violation"
@@ -43,4 +51,23 @@ func ResizeKind(grow bool) string {
 		return EventGrow
 	}
 	return EventShrink
+}
+
+// Fault kinds: the "kind" field of EventFault, as the scenario's faults
+// timeline names them (heal and restore end a partition and a degrade).
+const (
+	FaultKill      = "kill"
+	FaultPartition = "partition"
+	FaultHeal      = "heal"
+	FaultDegrade   = "degrade"
+	FaultRestore   = "restore"
+)
+
+// Name is the cause as results and events.jsonl spell it: the enum's name
+// without its prefix, in lower case ("node_down"); "" for FAILURE_NONE.
+func (c FailureCause) Name() string {
+	if c == FailureCause_FAILURE_NONE {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(c.String(), "FAILURE_"))
 }

@@ -24,6 +24,70 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// FailureCause is why a job failed, typed so that results count causes
+// without reading reasons (the reason text says the details). Results and
+// events.jsonl spell a cause by FailureCauseName: "node_down", ...
+type FailureCause int32
+
+const (
+	FailureCause_FAILURE_NONE         FailureCause = 0 // the job did not fail
+	FailureCause_FAILURE_PLACEMENT    FailureCause = 1 // placement failed for good (tries, never fits)
+	FailureCause_FAILURE_NODE_DOWN    FailureCause = 2 // a node holding one of its ranks was lost
+	FailureCause_FAILURE_RANK         FailureCause = 3 // a rank reported an error
+	FailureCause_FAILURE_RANK_TIMEOUT FailureCause = 4 // ranks were not ready in time
+	FailureCause_FAILURE_LAUNCH       FailureCause = 5 // the launcher could not start its runner
+	FailureCause_FAILURE_DEADLINE     FailureCause = 6 // the run ended before the job did
+)
+
+// Enum value maps for FailureCause.
+var (
+	FailureCause_name = map[int32]string{
+		0: "FAILURE_NONE",
+		1: "FAILURE_PLACEMENT",
+		2: "FAILURE_NODE_DOWN",
+		3: "FAILURE_RANK",
+		4: "FAILURE_RANK_TIMEOUT",
+		5: "FAILURE_LAUNCH",
+		6: "FAILURE_DEADLINE",
+	}
+	FailureCause_value = map[string]int32{
+		"FAILURE_NONE":         0,
+		"FAILURE_PLACEMENT":    1,
+		"FAILURE_NODE_DOWN":    2,
+		"FAILURE_RANK":         3,
+		"FAILURE_RANK_TIMEOUT": 4,
+		"FAILURE_LAUNCH":       5,
+		"FAILURE_DEADLINE":     6,
+	}
+)
+
+func (x FailureCause) Enum() *FailureCause {
+	p := new(FailureCause)
+	*p = x
+	return p
+}
+
+func (x FailureCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FailureCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_koala_proto_enumTypes[0].Descriptor()
+}
+
+func (FailureCause) Type() protoreflect.EnumType {
+	return &file_koala_proto_enumTypes[0]
+}
+
+func (x FailureCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FailureCause.Descriptor instead.
+func (FailureCause) EnumDescriptor() ([]byte, []int) {
+	return file_koala_proto_rawDescGZIP(), []int{0}
+}
+
 // Pid names an actor: a protoactor address ("nonhost" in process) and id.
 type Pid struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -797,6 +861,7 @@ type JobFinished struct {
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Cause         FailureCause           `protobuf:"varint,140,opt,name=cause,proto3,enum=koala.FailureCause" json:"cause,omitempty"` // why it failed (FAILURE_NONE when ok)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -852,17 +917,28 @@ func (x *JobFinished) GetReason() string {
 	return ""
 }
 
+func (x *JobFinished) GetCause() FailureCause {
+	if x != nil {
+		return x.Cause
+	}
+	return FailureCause_FAILURE_NONE
+}
+
 // ClusterStatus: cluster manager -> information service.
 type ClusterStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Idle          int32                  `protobuf:"varint,2,opt,name=idle,proto3" json:"idle,omitempty"` // idle nodes, background load included
-	Capacity      int32                  `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	LocalBusy     int32                  `protobuf:"varint,4,opt,name=local_busy,json=localBusy,proto3" json:"local_busy,omitempty"` // nodes held by local (background) jobs
-	KoalaBusy     int32                  `protobuf:"varint,5,opt,name=koala_busy,json=koalaBusy,proto3" json:"koala_busy,omitempty"` // nodes held by KOALA jobs
-	LocalQueued   int32                  `protobuf:"varint,6,opt,name=local_queued,json=localQueued,proto3" json:"local_queued,omitempty"`
-	AtS           float64                `protobuf:"fixed64,7,opt,name=at_s,json=atS,proto3" json:"at_s,omitempty"`
-	ProbeAddr     string                 `protobuf:"bytes,8,opt,name=probe_addr,json=probeAddr,proto3" json:"probe_addr,omitempty"` // where the cluster's probe endpoint listens
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Cluster     string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Idle        int32                  `protobuf:"varint,2,opt,name=idle,proto3" json:"idle,omitempty"` // idle nodes, background load included
+	Capacity    int32                  `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	LocalBusy   int32                  `protobuf:"varint,4,opt,name=local_busy,json=localBusy,proto3" json:"local_busy,omitempty"` // nodes held by local (background) jobs
+	KoalaBusy   int32                  `protobuf:"varint,5,opt,name=koala_busy,json=koalaBusy,proto3" json:"koala_busy,omitempty"` // nodes held by KOALA jobs
+	LocalQueued int32                  `protobuf:"varint,6,opt,name=local_queued,json=localQueued,proto3" json:"local_queued,omitempty"`
+	AtS         float64                `protobuf:"fixed64,7,opt,name=at_s,json=atS,proto3" json:"at_s,omitempty"`
+	ProbeAddr   string                 `protobuf:"bytes,8,opt,name=probe_addr,json=probeAddr,proto3" json:"probe_addr,omitempty"` // where the cluster's probe endpoint listens
+	// unreachable: the cluster is cut off from the rest of the grid (a
+	// partition); the information service sets it, the scheduler places
+	// nothing there while it is set.
+	Unreachable   bool `protobuf:"varint,140,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -951,6 +1027,13 @@ func (x *ClusterStatus) GetProbeAddr() string {
 		return x.ProbeAddr
 	}
 	return ""
+}
+
+func (x *ClusterStatus) GetUnreachable() bool {
+	if x != nil {
+		return x.Unreachable
+	}
+	return false
 }
 
 type LinkEstimate struct {
@@ -1849,6 +1932,68 @@ func (x *NodeDown) GetReason() string {
 	return ""
 }
 
+// ClusterReachability: the fault timeline -> information service: a
+// cluster was cut off from the rest of the grid (reachable false) or healed.
+type ClusterReachability struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,140,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Reachable     bool                   `protobuf:"varint,141,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	Reason        string                 `protobuf:"bytes,142,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterReachability) Reset() {
+	*x = ClusterReachability{}
+	mi := &file_koala_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterReachability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterReachability) ProtoMessage() {}
+
+func (x *ClusterReachability) ProtoReflect() protoreflect.Message {
+	mi := &file_koala_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterReachability.ProtoReflect.Descriptor instead.
+func (*ClusterReachability) Descriptor() ([]byte, []int) {
+	return file_koala_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ClusterReachability) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterReachability) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
+}
+
+func (x *ClusterReachability) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Event: any actor -> recorder. Fields carry kind-specific values.
 type Event struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1865,7 +2010,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_koala_proto_msgTypes[27]
+	mi := &file_koala_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2022,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_koala_proto_msgTypes[27]
+	mi := &file_koala_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2035,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_koala_proto_rawDescGZIP(), []int{27}
+	return file_koala_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Event) GetTS() float64 {
@@ -2009,11 +2154,12 @@ const file_koala_proto_rawDesc = "" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\";\n" +
 	"\fReleaseNodes\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
-	"\x05nodes\x18\x02 \x03(\tR\x05nodes\"L\n" +
+	"\x05nodes\x18\x02 \x03(\tR\x05nodes\"x\n" +
 	"\vJobFinished\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xec\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12*\n" +
+	"\x05cause\x18\x8c\x01 \x01(\x0e2\x13.koala.FailureCauseR\x05cause\"\x8f\x02\n" +
 	"\rClusterStatus\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
 	"\x04idle\x18\x02 \x01(\x05R\x04idle\x12\x1a\n" +
@@ -2025,7 +2171,8 @@ const file_koala_proto_rawDesc = "" +
 	"\flocal_queued\x18\x06 \x01(\x05R\vlocalQueued\x12\x11\n" +
 	"\x04at_s\x18\a \x01(\x01R\x03atS\x12\x1d\n" +
 	"\n" +
-	"probe_addr\x18\b \x01(\tR\tprobeAddr\"\xa7\x01\n" +
+	"probe_addr\x18\b \x01(\tR\tprobeAddr\x12!\n" +
+	"\vunreachable\x18\x8c\x01 \x01(\bR\vunreachable\"\xa7\x01\n" +
 	"\fLinkEstimate\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x1d\n" +
@@ -2102,7 +2249,11 @@ const file_koala_proto_rawDesc = "" +
 	"\bNodeDown\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
 	"\acluster\x18\x02 \x01(\tR\acluster\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xcc\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"h\n" +
+	"\x13ClusterReachability\x12\x19\n" +
+	"\acluster\x18\x8c\x01 \x01(\tR\acluster\x12\x1d\n" +
+	"\treachable\x18\x8d\x01 \x01(\bR\treachable\x12\x17\n" +
+	"\x06reason\x18\x8e\x01 \x01(\tR\x06reason\"\xcc\x02\n" +
 	"\x05Event\x12\x0f\n" +
 	"\x03t_s\x18\x01 \x01(\x01R\x02tS\x12\x15\n" +
 	"\x06wall_s\x18\x02 \x01(\x01R\x05wallS\x12\x12\n" +
@@ -2116,7 +2267,15 @@ const file_koala_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01*\xa4\x01\n" +
+	"\fFailureCause\x12\x10\n" +
+	"\fFAILURE_NONE\x10\x00\x12\x15\n" +
+	"\x11FAILURE_PLACEMENT\x10\x01\x12\x15\n" +
+	"\x11FAILURE_NODE_DOWN\x10\x02\x12\x10\n" +
+	"\fFAILURE_RANK\x10\x03\x12\x18\n" +
+	"\x14FAILURE_RANK_TIMEOUT\x10\x04\x12\x12\n" +
+	"\x0eFAILURE_LAUNCH\x10\x05\x12\x14\n" +
+	"\x10FAILURE_DEADLINE\x10\x06B+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
 
 var (
 	file_koala_proto_rawDescOnce sync.Once
@@ -2130,67 +2289,71 @@ func file_koala_proto_rawDescGZIP() []byte {
 	return file_koala_proto_rawDescData
 }
 
-var file_koala_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_koala_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_koala_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_koala_proto_goTypes = []any{
-	(*Pid)(nil),           // 0: koala.Pid
-	(*Component)(nil),     // 1: koala.Component
-	(*File)(nil),          // 2: koala.File
-	(*JobSpec)(nil),       // 3: koala.JobSpec
-	(*SubmitJob)(nil),     // 4: koala.SubmitJob
-	(*NodeRef)(nil),       // 5: koala.NodeRef
-	(*Allocation)(nil),    // 6: koala.Allocation
-	(*JobPlaced)(nil),     // 7: koala.JobPlaced
-	(*JobRejected)(nil),   // 8: koala.JobRejected
-	(*Claim)(nil),         // 9: koala.Claim
-	(*ClaimReply)(nil),    // 10: koala.ClaimReply
-	(*ReleaseNodes)(nil),  // 11: koala.ReleaseNodes
-	(*JobFinished)(nil),   // 12: koala.JobFinished
-	(*ClusterStatus)(nil), // 13: koala.ClusterStatus
-	(*LinkEstimate)(nil),  // 14: koala.LinkEstimate
-	(*GridStatus)(nil),    // 15: koala.GridStatus
-	(*ProbeTarget)(nil),   // 16: koala.ProbeTarget
-	(*ProbeRequest)(nil),  // 17: koala.ProbeRequest
-	(*ProbeResult)(nil),   // 18: koala.ProbeResult
-	(*StartRank)(nil),     // 19: koala.StartRank
-	(*RankReady)(nil),     // 20: koala.RankReady
-	(*RankPeer)(nil),      // 21: koala.RankPeer
-	(*RankTable)(nil),     // 22: koala.RankTable
-	(*RankConnected)(nil), // 23: koala.RankConnected
-	(*RankDone)(nil),      // 24: koala.RankDone
-	(*AbortRank)(nil),     // 25: koala.AbortRank
-	(*NodeDown)(nil),      // 26: koala.NodeDown
-	(*Event)(nil),         // 27: koala.Event
-	nil,                   // 28: koala.JobSpec.ArgsEntry
-	nil,                   // 29: koala.StartRank.ArgsEntry
-	nil,                   // 30: koala.Event.FieldsEntry
-	nil,                   // 31: koala.Event.ValuesEntry
+	(FailureCause)(0),           // 0: koala.FailureCause
+	(*Pid)(nil),                 // 1: koala.Pid
+	(*Component)(nil),           // 2: koala.Component
+	(*File)(nil),                // 3: koala.File
+	(*JobSpec)(nil),             // 4: koala.JobSpec
+	(*SubmitJob)(nil),           // 5: koala.SubmitJob
+	(*NodeRef)(nil),             // 6: koala.NodeRef
+	(*Allocation)(nil),          // 7: koala.Allocation
+	(*JobPlaced)(nil),           // 8: koala.JobPlaced
+	(*JobRejected)(nil),         // 9: koala.JobRejected
+	(*Claim)(nil),               // 10: koala.Claim
+	(*ClaimReply)(nil),          // 11: koala.ClaimReply
+	(*ReleaseNodes)(nil),        // 12: koala.ReleaseNodes
+	(*JobFinished)(nil),         // 13: koala.JobFinished
+	(*ClusterStatus)(nil),       // 14: koala.ClusterStatus
+	(*LinkEstimate)(nil),        // 15: koala.LinkEstimate
+	(*GridStatus)(nil),          // 16: koala.GridStatus
+	(*ProbeTarget)(nil),         // 17: koala.ProbeTarget
+	(*ProbeRequest)(nil),        // 18: koala.ProbeRequest
+	(*ProbeResult)(nil),         // 19: koala.ProbeResult
+	(*StartRank)(nil),           // 20: koala.StartRank
+	(*RankReady)(nil),           // 21: koala.RankReady
+	(*RankPeer)(nil),            // 22: koala.RankPeer
+	(*RankTable)(nil),           // 23: koala.RankTable
+	(*RankConnected)(nil),       // 24: koala.RankConnected
+	(*RankDone)(nil),            // 25: koala.RankDone
+	(*AbortRank)(nil),           // 26: koala.AbortRank
+	(*NodeDown)(nil),            // 27: koala.NodeDown
+	(*ClusterReachability)(nil), // 28: koala.ClusterReachability
+	(*Event)(nil),               // 29: koala.Event
+	nil,                         // 30: koala.JobSpec.ArgsEntry
+	nil,                         // 31: koala.StartRank.ArgsEntry
+	nil,                         // 32: koala.Event.FieldsEntry
+	nil,                         // 33: koala.Event.ValuesEntry
 }
 var file_koala_proto_depIdxs = []int32{
-	28, // 0: koala.JobSpec.args:type_name -> koala.JobSpec.ArgsEntry
-	1,  // 1: koala.JobSpec.components:type_name -> koala.Component
-	2,  // 2: koala.JobSpec.files:type_name -> koala.File
-	3,  // 3: koala.SubmitJob.job:type_name -> koala.JobSpec
-	0,  // 4: koala.SubmitJob.runner:type_name -> koala.Pid
-	0,  // 5: koala.NodeRef.pid:type_name -> koala.Pid
-	5,  // 6: koala.Allocation.nodes:type_name -> koala.NodeRef
-	6,  // 7: koala.JobPlaced.allocations:type_name -> koala.Allocation
-	0,  // 8: koala.Claim.reply_to:type_name -> koala.Pid
-	5,  // 9: koala.ClaimReply.nodes:type_name -> koala.NodeRef
-	13, // 10: koala.GridStatus.clusters:type_name -> koala.ClusterStatus
-	14, // 11: koala.GridStatus.links:type_name -> koala.LinkEstimate
-	16, // 12: koala.ProbeRequest.targets:type_name -> koala.ProbeTarget
-	0,  // 13: koala.ProbeRequest.reply_to:type_name -> koala.Pid
-	14, // 14: koala.ProbeResult.links:type_name -> koala.LinkEstimate
-	29, // 15: koala.StartRank.args:type_name -> koala.StartRank.ArgsEntry
-	0,  // 16: koala.StartRank.runner:type_name -> koala.Pid
-	21, // 17: koala.RankTable.peers:type_name -> koala.RankPeer
-	30, // 18: koala.Event.fields:type_name -> koala.Event.FieldsEntry
-	31, // 19: koala.Event.values:type_name -> koala.Event.ValuesEntry
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	30, // 0: koala.JobSpec.args:type_name -> koala.JobSpec.ArgsEntry
+	2,  // 1: koala.JobSpec.components:type_name -> koala.Component
+	3,  // 2: koala.JobSpec.files:type_name -> koala.File
+	4,  // 3: koala.SubmitJob.job:type_name -> koala.JobSpec
+	1,  // 4: koala.SubmitJob.runner:type_name -> koala.Pid
+	1,  // 5: koala.NodeRef.pid:type_name -> koala.Pid
+	6,  // 6: koala.Allocation.nodes:type_name -> koala.NodeRef
+	7,  // 7: koala.JobPlaced.allocations:type_name -> koala.Allocation
+	1,  // 8: koala.Claim.reply_to:type_name -> koala.Pid
+	6,  // 9: koala.ClaimReply.nodes:type_name -> koala.NodeRef
+	0,  // 10: koala.JobFinished.cause:type_name -> koala.FailureCause
+	14, // 11: koala.GridStatus.clusters:type_name -> koala.ClusterStatus
+	15, // 12: koala.GridStatus.links:type_name -> koala.LinkEstimate
+	17, // 13: koala.ProbeRequest.targets:type_name -> koala.ProbeTarget
+	1,  // 14: koala.ProbeRequest.reply_to:type_name -> koala.Pid
+	15, // 15: koala.ProbeResult.links:type_name -> koala.LinkEstimate
+	31, // 16: koala.StartRank.args:type_name -> koala.StartRank.ArgsEntry
+	1,  // 17: koala.StartRank.runner:type_name -> koala.Pid
+	22, // 18: koala.RankTable.peers:type_name -> koala.RankPeer
+	32, // 19: koala.Event.fields:type_name -> koala.Event.FieldsEntry
+	33, // 20: koala.Event.values:type_name -> koala.Event.ValuesEntry
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_koala_proto_init() }
@@ -2203,13 +2366,14 @@ func file_koala_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_koala_proto_rawDesc), len(file_koala_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   32,
+			NumEnums:      1,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_koala_proto_goTypes,
 		DependencyIndexes: file_koala_proto_depIdxs,
+		EnumInfos:         file_koala_proto_enumTypes,
 		MessageInfos:      file_koala_proto_msgTypes,
 	}.Build()
 	File_koala_proto = out.File

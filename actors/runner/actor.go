@@ -25,7 +25,10 @@ type Config struct {
 	// RankTimeout bounds, in wall time, how long the runner waits for ranks
 	// to report ready; a job whose nodes do not answer fails.
 	RankTimeout time.Duration
-	Env         actors.Env
+	// Resubmits is how many times a job that failed after its placement
+	// is submitted again (policy.on_failure: resubmit(n)); 0 fails it.
+	Resubmits int
+	Env       actors.Env
 }
 
 type member struct {
@@ -49,11 +52,15 @@ type runner struct {
 	started   bool
 	finished  bool
 	failure   string
+	cause     msg.FailureCause
+	attempt   int // resubmissions so far
 	cancelArm func()
 }
 
-type launch struct{}
-type readyTimeout struct{}
+// launch and readyTimeout carry the attempt they were armed for, so that
+// a resubmitted job ignores its failed attempt's timers.
+type launch struct{ attempt int }
+type readyTimeout struct{ attempt int }
 
 // Props returns the props of a job's runner.
 func Props(cfg Config) *actor.Props {
@@ -72,8 +79,12 @@ func (r *runner) Receive(ctx actor.Context) {
 		r.cfg.Env.Emit(ev)
 		ctx.Send(r.cfg.Scheduler, &msg.SubmitJob{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self())})
 	case *msg.JobRejected:
+		r.cause = msg.FailureCause_FAILURE_PLACEMENT
 		r.finish(ctx, fmt.Sprintf("placement failed after %d tries: %s", x.Tries, x.Reason))
 	case *msg.JobPlaced:
+		if r.placed != nil || r.finished {
+			return
+		}
 		r.placed = x
 		rank := int32(0)
 		for _, a := range x.Allocations {
@@ -82,19 +93,23 @@ func (r *runner) Receive(ctx actor.Context) {
 				rank++
 			}
 		}
-		r.cfg.Env.After(r.cfg.StartupDelay, ctx.Self(), &launch{})
+		r.cfg.Env.After(r.cfg.StartupDelay, ctx.Self(), &launch{attempt: r.attempt})
 	case *launch:
+		if x.attempt != r.attempt || r.placed == nil || r.failure != "" || r.finished {
+			return
+		}
 		for _, m := range r.members {
 			ctx.Send(m.pid, &msg.StartRank{
 				JobId: r.cfg.Job.Id, Rank: m.rank, Size: int32(len(r.members)), App: r.cfg.Job.App,
 				Args: r.cfg.Job.Args, TimeScale: r.cfg.TimeScale, Cluster: m.cluster, Runner: msg.FromPID(ctx.Self()),
 			})
 		}
-		t := time.AfterFunc(r.cfg.RankTimeout, func() { r.cfg.Env.System.Root.Send(ctx.Self(), &readyTimeout{}) })
+		self, attempt := ctx.Self(), r.attempt
+		t := time.AfterFunc(r.cfg.RankTimeout, func() { r.cfg.Env.System.Root.Send(self, &readyTimeout{attempt: attempt}) })
 		r.cancelArm = func() { t.Stop() }
 	case *readyTimeout:
-		if !r.started && !r.finished {
-			r.fail(ctx, fmt.Sprintf("ranks not ready within %s", r.cfg.RankTimeout))
+		if x.attempt == r.attempt && r.placed != nil && !r.started && !r.finished {
+			r.fail(ctx, msg.FailureCause_FAILURE_RANK_TIMEOUT, fmt.Sprintf("ranks not ready within %s", r.cfg.RankTimeout))
 		}
 	case *msg.RankReady:
 		r.ready(ctx, x)
@@ -111,11 +126,13 @@ func (r *runner) Receive(ctx actor.Context) {
 			}
 		}
 	case *msg.RankDone:
-		if m := r.member(x.Rank); m != nil && m.done == nil {
+		// Matched on the node too: a late report of an earlier attempt's
+		// rank (the job was resubmitted) is not this attempt's.
+		if m := r.member(x.Rank); m != nil && m.done == nil && m.node == x.Node {
 			m.done = x
 			r.doneN++
 			if !x.Ok && r.failure == "" {
-				r.fail(ctx, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
+				r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
 			}
 			if r.doneN == len(r.members) {
 				r.finish(ctx, r.failure)
@@ -125,13 +142,14 @@ func (r *runner) Receive(ctx actor.Context) {
 		for _, m := range r.members {
 			if m.node == x.Node && m.done == nil {
 				reason := fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason)
-				if r.failure != "" && !strings.HasPrefix(r.failure, "node ") {
+				if r.failure != "" && r.cause != msg.FailureCause_FAILURE_NODE_DOWN {
 					// A crashed node's peers usually lose their connections to it
 					// (and fail) before the membership declares it dead; the
 					// node failure is the cause, so it leads the reason.
 					r.failure = reason + " (first error: " + r.failure + ")"
+					r.cause = msg.FailureCause_FAILURE_NODE_DOWN
 				}
-				r.fail(ctx, reason)
+				r.fail(ctx, msg.FailureCause_FAILURE_NODE_DOWN, reason)
 				// the node will never report: count it as done
 				m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: "node down"}
 				r.doneN++
@@ -152,7 +170,7 @@ func (r *runner) member(rank int32) *member {
 
 func (r *runner) ready(ctx actor.Context, x *msg.RankReady) {
 	m := r.member(x.Rank)
-	if m == nil || m.ready {
+	if m == nil || m.ready || m.node != x.Node {
 		return
 	}
 	m.ready = true
@@ -161,7 +179,7 @@ func (r *runner) ready(ctx actor.Context, x *msg.RankReady) {
 		// This rank never opened: it will not report done.
 		m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: x.Error}
 		r.doneN++
-		r.fail(ctx, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
+		r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
 		if r.doneN == len(r.members) {
 			r.finish(ctx, r.failure)
 		}
@@ -180,11 +198,12 @@ func (r *runner) ready(ctx actor.Context, x *msg.RankReady) {
 }
 
 // fail aborts every rank still running; the job ends when all ranks report.
-func (r *runner) fail(ctx actor.Context, reason string) {
+// The first failure gives the job its cause and reason.
+func (r *runner) fail(ctx actor.Context, cause msg.FailureCause, reason string) {
 	if r.failure != "" {
 		return
 	}
-	r.failure = reason
+	r.failure, r.cause = reason, cause
 	for _, m := range r.members {
 		if m.done == nil {
 			ctx.Send(m.pid, &msg.AbortRank{JobId: r.cfg.Job.Id, Reason: reason})
@@ -210,26 +229,25 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 	if r.finished {
 		return
 	}
-	r.finished = true
 	if r.cancelArm != nil {
 		r.cancelArm()
+		r.cancelArm = nil
 	}
-	// Release every claimed node, per cluster.
-	byCluster := map[string][]string{}
-	for _, m := range r.members {
-		byCluster[m.cluster] = append(byCluster[m.cluster], m.node)
+	byCluster := r.release(ctx)
+	if failure != "" && r.cause == msg.FailureCause_FAILURE_NONE {
+		r.cause = msg.FailureCause_FAILURE_RANK
 	}
-	for c, nodes := range byCluster {
-		if pid := r.cfg.Clusters[c]; pid != nil {
-			ctx.Send(pid, &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: nodes})
-		}
+	if failure != "" && r.resubmit(ctx, failure) {
+		return
 	}
+	r.finished = true
 	ev := r.cfg.Env.Event(msg.EventEnd, "runner", r.cfg.Job.Id)
 	ev.Fields = map[string]string{"status": "completed"}
 	ev.Values = map[string]float64{}
 	if failure != "" {
 		ev.Fields["status"] = "failed"
 		ev.Fields["reason"] = failure
+		ev.Fields["cause"] = r.cause.Name()
 	}
 	if r.placed != nil {
 		clusters := make([]string, 0, len(byCluster))
@@ -267,6 +285,43 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 		}
 	}
 	r.cfg.Env.Emit(ev)
-	ctx.Send(r.cfg.Scheduler, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: failure == "", Reason: failure})
+	ctx.Send(r.cfg.Scheduler, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: failure == "", Reason: failure, Cause: r.cause})
 	ctx.Stop(ctx.Self())
+}
+
+// release gives every claimed node back, per cluster, and returns them by
+// cluster.
+func (r *runner) release(ctx actor.Context) map[string][]string {
+	byCluster := map[string][]string{}
+	for _, m := range r.members {
+		byCluster[m.cluster] = append(byCluster[m.cluster], m.node)
+	}
+	for c, nodes := range byCluster {
+		if pid := r.cfg.Clusters[c]; pid != nil {
+			ctx.Send(pid, &msg.ReleaseNodes{JobId: r.cfg.Job.Id, Nodes: nodes})
+		}
+	}
+	return byCluster
+}
+
+// resubmit submits a job that failed after its placement again while it
+// has resubmissions left (Config.Resubmits): the failed attempt is
+// recorded (EventResubmit), the scheduler forgets it (JobFinished), and the
+// job waits in the placement queue again under the same ID. A placement
+// failure is never resubmitted: the same request would fail the same way.
+func (r *runner) resubmit(ctx actor.Context, failure string) bool {
+	if r.attempt >= r.cfg.Resubmits || r.placed == nil || r.cause == msg.FailureCause_FAILURE_PLACEMENT {
+		return false
+	}
+	r.attempt++
+	ev := r.cfg.Env.Event(msg.EventResubmit, "runner", r.cfg.Job.Id)
+	ev.Fields = map[string]string{"cause": r.cause.Name(), "reason": failure}
+	ev.Values = map[string]float64{"attempt": float64(r.attempt)}
+	r.cfg.Env.Emit(ev)
+	ctx.Send(r.cfg.Scheduler, &msg.JobFinished{JobId: r.cfg.Job.Id, Reason: failure, Cause: r.cause})
+	r.placed, r.members = nil, nil
+	r.readyN, r.connN, r.doneN = 0, 0, 0
+	r.started, r.failure, r.cause = false, "", msg.FailureCause_FAILURE_NONE
+	ctx.Send(r.cfg.Scheduler, &msg.SubmitJob{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self())})
+	return true
 }

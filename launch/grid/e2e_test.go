@@ -105,8 +105,8 @@ func TestNodeFailureInProcess(t *testing.T) {
 		byID[j.ID] = j.Status + ": " + j.Reason
 		switch j.ID {
 		case "j0001":
-			if j.Status != "failed" || !strings.HasPrefix(j.Reason, "node alpha-n002 of cluster alpha went down") {
-				t.Errorf("j0001: %s %q, want failed by the node", j.Status, j.Reason)
+			if j.Status != "failed" || !strings.HasPrefix(j.Reason, "node alpha-n002 of cluster alpha went down") || j.Cause != "node_down" {
+				t.Errorf("j0001: %s %q (cause %q), want failed by the node (cause node_down)", j.Status, j.Reason, j.Cause)
 			}
 		default:
 			if j.Status != "completed" {

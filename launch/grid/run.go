@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors"
@@ -20,10 +19,6 @@ import (
 	"github.com/koala-emu/koala-emu/results"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
-
-// ReasonNodeDown starts the failure reason of a job that had a rank on a
-// node that failed or left (the runner's reason continues "... went down").
-const ReasonNodeDown = "node "
 
 // DefaultStartStall is how long a start may go without progress before it
 // fails (Config.StartStall).
@@ -260,7 +255,7 @@ func (r *gridRun) extra(ctx context.Context, jobs []results.Job) map[string]any 
 	sort.Strings(down)
 	byNode := 0
 	for _, j := range jobs {
-		if j.Status == "failed" && failedByNode(j.Reason, down) {
+		if j.Status == results.StatusFailed && j.Cause == msg.FailureCause_FAILURE_NODE_DOWN.Name() {
 			byNode++
 		}
 	}
@@ -312,20 +307,6 @@ func backendOf(p Platform) string {
 		return b.backend()
 	}
 	return "docker"
-}
-
-// failedByNode reports whether a failure reason is a node failure: the
-// runner's NodeDown reason, or a rank failure on a node that went down.
-func failedByNode(reason string, down []string) bool {
-	if strings.HasPrefix(reason, ReasonNodeDown) && strings.Contains(reason, "went down") {
-		return true
-	}
-	for _, n := range down {
-		if strings.Contains(reason, " on "+n+":") {
-			return true
-		}
-	}
-	return false
 }
 
 func round1(d time.Duration) float64 {

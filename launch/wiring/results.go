@@ -230,6 +230,9 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 	if o.Unmeasured != "" {
 		sum.Fidelity.Verdict, sum.Fidelity.Reasons = fidelity.Unmeasured, []string{o.Unmeasured}
 	}
+	if len(plan.Faults) > 0 || plan.Policy.Resubmits > 0 {
+		sum.Faults = results.SummarizeFaults(r.recorder.Faults(), o.Jobs)
+	}
 	sum.Books = results.NewBooks(o.Jobs, len(plan.Jobs))
 	if err := r.write(sum, o.Jobs); err != nil {
 		return nil, err
@@ -314,6 +317,9 @@ func FailUnfinished(jobs []results.Job, plan *scenarios.Plan, reason string) []r
 		seen[jobs[i].ID] = true
 		if jobs[i].Status != "completed" && jobs[i].Status != "failed" {
 			jobs[i].Status, jobs[i].Reason = status, reason
+			if status == results.StatusFailed {
+				jobs[i].Cause = msg.FailureCause_FAILURE_DEADLINE.Name()
+			}
 		}
 	}
 	for _, j := range plan.Jobs {

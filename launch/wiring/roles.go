@@ -112,7 +112,7 @@ func (s *Spec) Runner(env actors.Env, job *msg.JobSpec, p Peers, stats *invarian
 			RankTimeout: s.RankTimeout, Stats: stats, Env: env})
 	}
 	return runner.Props(runner.Config{Job: job, Scheduler: p.Scheduler, Clusters: p.Clusters, TimeScale: s.TimeScale,
-		StartupDelay: s.Policy.StartupDelay, RankTimeout: s.RankTimeout, Env: env})
+		StartupDelay: s.Policy.StartupDelay, RankTimeout: s.RankTimeout, Resubmits: s.Policy.Resubmits, Env: env})
 }
 
 // JobSpec converts a scenario job into its wire form; site is the runner
@@ -133,6 +133,6 @@ func JobSpec(j scenarios.Job, site string) *msg.JobSpec {
 // "launcher"), so the recorder counts it failed with reason.
 func FailJob(env actors.Env, jobID, reason string) {
 	ev := env.Event(msg.EventEnd, "launcher", jobID)
-	ev.Fields = map[string]string{"status": "failed", "reason": reason}
+	ev.Fields = map[string]string{"status": "failed", "reason": reason, "cause": msg.FailureCause_FAILURE_LAUNCH.Name()}
 	env.Emit(ev)
 }

@@ -27,7 +27,7 @@ func NodeActor(node string) string { return "node-" + node }
 func RunnerActor(job string) string { return "runner-" + job }
 
 // NodeName is the name of node i (0-based) of a cluster: vrije-n001.
-func NodeName(cluster string, i int) string { return fmt.Sprintf("%s-n%03d", cluster, i+1) }
+func NodeName(cluster string, i int) string { return scenarios.NodeName(cluster, i) }
 
 // Spec is what the role builders need of a run: the plan's clusters, links,
 // policy, seed and time, without its workload (which only the submitter

@@ -1,0 +1,77 @@
+package results
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+// FaultRecord is one fault of the scenario's timeline as it was applied
+// (an msg.EventFault event).
+type FaultRecord struct {
+	TS              float64 `json:"t_s"`
+	Kind            string  `json:"kind"`
+	Target          string  `json:"target"`
+	Peer            string  `json:"peer,omitempty"`
+	LatencyFactor   float64 `json:"latency_factor,omitempty"`
+	BandwidthFactor float64 `json:"bandwidth_factor,omitempty"`
+	// Job is the job a kill hit (the KOALA job the node held), if any.
+	Job string `json:"job,omitempty"`
+	// Error says why the fault could not be applied ("" when it was).
+	Error string `json:"error,omitempty"`
+}
+
+// Faults is results.json's faults section: the faults applied, and what
+// they cost.
+type Faults struct {
+	Applied []FaultRecord `json:"applied"`
+	// FailedByCause counts the failed jobs by cause (all causes, not only
+	// the faults').
+	FailedByCause map[string]int `json:"failed_by_cause,omitempty"`
+	// Resubmissions counts failed attempts submitted again, over
+	// JobsResubmitted jobs.
+	Resubmissions   int `json:"resubmissions"`
+	JobsResubmitted int `json:"jobs_resubmitted"`
+}
+
+// faultRecord reads an EventFault.
+func faultRecord(ev *msg.Event) FaultRecord {
+	return FaultRecord{TS: ev.TS, Kind: ev.Fields["kind"], Target: ev.Fields["target"], Peer: ev.Fields["peer"],
+		LatencyFactor: ev.Values["latency_factor"], BandwidthFactor: ev.Values["bandwidth_factor"],
+		Job: ev.JobId, Error: ev.Fields["error"]}
+}
+
+// Faults returns the faults the recorder saw, in order.
+func (r *Recorder) Faults() []FaultRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]FaultRecord(nil), r.faults...)
+}
+
+// SummarizeFaults is the faults section of a run from its applied faults
+// and its job records.
+func SummarizeFaults(applied []FaultRecord, jobs []Job) *Faults {
+	f := &Faults{Applied: append([]FaultRecord{}, applied...)}
+	for _, j := range jobs {
+		if j.Status == StatusFailed && j.Cause != "" {
+			if f.FailedByCause == nil {
+				f.FailedByCause = map[string]int{}
+			}
+			f.FailedByCause[j.Cause]++
+		}
+		if j.Resubmissions > 0 {
+			f.Resubmissions += j.Resubmissions
+			f.JobsResubmitted++
+		}
+	}
+	return f
+}
+
+func printFaults(w io.Writer, f *Faults) {
+	if f == nil {
+		return
+	}
+	fmt.Fprintf(w, "faults\t%d applied; failed by cause %v; %d resubmissions of %d jobs\n",
+		len(f.Applied), f.FailedByCause, f.Resubmissions, f.JobsResubmitted)
+}

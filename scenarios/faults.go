@@ -1,0 +1,279 @@
+package scenarios
+
+// This file holds the faults timeline (faults:) and the failure policy
+// (policy.on_failure): their schema, validation and plan form.
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// FaultSpec is one entry of the faults timeline: at at_s scenario seconds
+// (scaled by the time scale like arrivals), kind acts on target.
+//
+//	{at_s: 60, kind: kill, target: vrije-n003}                  # a node
+//	{at_s: 90, kind: partition, target: leiden, duration_s: 120} # a cluster from the rest
+//	{at_s: 90, kind: partition, target: leiden}                  # ... until a later heal
+//	{at_s: 300, kind: heal, target: leiden}
+//	{at_s: 60, kind: degrade, target: vrije, peer: amsterdam, bandwidth_factor: 0.5, duration_s: 300}
+type FaultSpec struct {
+	AtS    *float64 `yaml:"at_s"`
+	Kind   string   `yaml:"kind"`
+	Target string   `yaml:"target"`
+	// Peer is the other cluster of a degraded pair (degrade only; it may be
+	// the target itself: the cluster's own network).
+	Peer string `yaml:"peer,omitempty"`
+	// DurationS ends a partition (a heal) or a degrade (a restore) that
+	// long after it began; absent: a partition lasts until a heal entry,
+	// a degrade until the run ends.
+	DurationS *float64 `yaml:"duration_s,omitempty"`
+	// LatencyFactor multiplies the pair's latency and BandwidthFactor its
+	// bandwidth (degrade only; default 1, at least one must differ).
+	LatencyFactor   *float64 `yaml:"latency_factor,omitempty"`
+	BandwidthFactor *float64 `yaml:"bandwidth_factor,omitempty"`
+}
+
+// Fault kinds of the timeline. A plan's timeline also holds the heal and
+// restore actions that end a partition or a degrade with a duration.
+const (
+	FaultKill      = "kill"
+	FaultPartition = "partition"
+	FaultHeal      = "heal"
+	FaultDegrade   = "degrade"
+	FaultRestore   = "restore"
+)
+
+// faultKinds are the kinds a scenario may write (restore only through a
+// degrade's duration_s).
+var faultKinds = []string{FaultKill, FaultPartition, FaultHeal, FaultDegrade}
+
+// Ranges of a degrade's factors.
+const (
+	MinFaultFactor = 1e-3
+	MaxFaultFactor = 1e3
+)
+
+// Fault is one action of a plan's faults timeline, in scenario time.
+type Fault struct {
+	At     time.Duration
+	Kind   string // kill | partition | heal | degrade | restore
+	Target string // a node (kill) or a cluster
+	Peer   string // degrade, restore: the other cluster of the pair
+	// LatencyFactor and BandwidthFactor of a degrade (restore: 1).
+	LatencyFactor, BandwidthFactor float64
+	// Entry is the index of the faults entry the action comes from.
+	Entry int
+}
+
+// NodeName is the name of node i (0-based) of a cluster: vrije-n001. Every
+// backend names its nodes so, and a kill's target is such a name.
+func NodeName(cluster string, i int) string { return fmt.Sprintf("%s-n%03d", cluster, i+1) }
+
+var nodeSuffix = regexp.MustCompile(`^(.+)-n([0-9]{3,})$`)
+
+// nodeOf returns the included cluster and index of a node name, or why it
+// is not one.
+func nodeOf(clusters []Cluster, name string) (string, string) {
+	m := nodeSuffix.FindStringSubmatch(name)
+	if m == nil {
+		return "", fmt.Sprintf("%q is not a node name (CLUSTER-nNNN, e.g. %s)", name, NodeName("vrije", 2))
+	}
+	for _, c := range clusters {
+		if c.Name != m[1] {
+			continue
+		}
+		i, err := strconv.Atoi(m[2])
+		if err != nil || i < 1 || i > c.Nodes || NodeName(c.Name, i-1) != name {
+			return "", fmt.Sprintf("cluster %s has nodes %s to %s, not %s", c.Name, NodeName(c.Name, 0), NodeName(c.Name, c.Nodes-1), name)
+		}
+		return c.Name, ""
+	}
+	return "", fmt.Sprintf("node %s is not of an included cluster", name)
+}
+
+// onFailure reads policy.on_failure: "fail" (or absent) gives 0, and
+// "resubmit(n)" n resubmissions per job.
+var resubmitForm = regexp.MustCompile(`^resubmit\(\s*(?:max\s+)?([0-9]+)\s*\)$`)
+
+func (v *validator) onFailure(s string) int {
+	if s == "" || s == "fail" {
+		return 0
+	}
+	m := resubmitForm.FindStringSubmatch(s)
+	if m == nil {
+		v.add("policy.on_failure", "must be fail or resubmit(N) (N resubmissions per job), got %q", s)
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	switch {
+	case err != nil || n > MaxResubmits:
+		v.add("policy.on_failure", "resubmit(N): N must be at most %d, got %s", MaxResubmits, m[1])
+		return 0
+	case n < 1:
+		v.add("policy.on_failure", "resubmit(N): N must be at least 1 (fail resubmits nothing), got %d", n)
+		return 0
+	}
+	return n
+}
+
+// MaxResubmits bounds policy.on_failure's resubmissions per job.
+const MaxResubmits = 100
+
+// faults validates the timeline against the included clusters (topoOK:
+// the topology resolved) and returns its actions sorted by time (heals and
+// restores of durations included; ties in entry order).
+func (v *validator) faults(s *Scenario, r *resolved, topoOK bool) []Fault {
+	var out []Fault
+	killed := map[string]int{}
+	// partitioned: the cluster's open partition (entry index) and whether
+	// it heals by its duration, by the time it does.
+	type cut struct {
+		entry int
+		until time.Duration // 0: until a heal entry
+	}
+	open := map[string]cut{}
+	order := make([]int, len(s.Faults))
+	for i := range order {
+		order[i] = i
+	}
+	// Partitions and heals pair up in time order, whatever the file order.
+	sort.SliceStable(order, func(a, b int) bool { return atOf(s.Faults[order[a]]) < atOf(s.Faults[order[b]]) })
+	for _, i := range order {
+		f := s.Faults[i]
+		path := fmt.Sprintf("faults[%d]", i)
+		at := time.Duration(0)
+		if f.AtS == nil {
+			v.add(path+".at_s", "is required")
+		} else {
+			at = v.seconds(r, path+".at_s", *f.AtS, false)
+		}
+		var dur time.Duration
+		if f.DurationS != nil {
+			if f.Kind == FaultKill || f.Kind == FaultHeal {
+				v.add(path+".duration_s", "only a partition or a degrade has a duration, not a %s", f.Kind)
+			} else {
+				dur = v.seconds(r, path+".duration_s", *f.DurationS, true)
+			}
+		}
+		if f.Peer != "" && f.Kind != FaultDegrade {
+			v.add(path+".peer", "only a degrade has a peer, not a %s", f.Kind)
+		}
+		if f.Kind != FaultDegrade && (f.LatencyFactor != nil || f.BandwidthFactor != nil) {
+			v.add(path, "latency_factor and bandwidth_factor belong to a degrade, not a %q", f.Kind)
+		}
+		if f.Target == "" {
+			v.add(path+".target", "is required")
+		}
+		act := Fault{At: at, Kind: f.Kind, Target: f.Target, Entry: i}
+		switch f.Kind {
+		case FaultKill:
+			if f.Target != "" && topoOK {
+				if _, why := nodeOf(r.clusters, f.Target); why != "" {
+					v.add(path+".target", "%s", why)
+				} else if j, dup := killed[f.Target]; dup {
+					v.add(path+".target", "node %s is already killed by faults[%d]", f.Target, j)
+				} else {
+					killed[f.Target] = i
+				}
+			}
+		case FaultPartition:
+			if v.faultCluster(r, path+".target", f.Target, topoOK) {
+				if c, ok := open[f.Target]; ok && (c.until == 0 || c.until > at) {
+					v.add(path, "cluster %s is already partitioned by faults[%d]", f.Target, c.entry)
+				}
+				open[f.Target] = cut{entry: i}
+				if dur > 0 {
+					open[f.Target] = cut{entry: i, until: at + dur}
+					out = append(out, Fault{At: at + dur, Kind: FaultHeal, Target: f.Target, Entry: i})
+				}
+			}
+		case FaultHeal:
+			if v.faultCluster(r, path+".target", f.Target, topoOK) {
+				c, ok := open[f.Target]
+				switch {
+				case !ok || (c.until > 0 && c.until <= at):
+					v.add(path, "cluster %s is not partitioned at %gs (a heal follows a partition without duration_s)", f.Target, at.Seconds())
+				case c.until > 0:
+					v.add(path, "cluster %s heals by faults[%d]'s duration_s; drop this heal or that duration", f.Target, c.entry)
+				default:
+					delete(open, f.Target)
+				}
+			}
+		case FaultDegrade:
+			act.LatencyFactor, act.BandwidthFactor = v.factors(path, f)
+			okA := v.faultCluster(r, path+".target", f.Target, topoOK)
+			okB := true
+			if f.Peer == "" {
+				v.add(path+".peer", "is required: the other cluster of the degraded pair (the target itself for its own network)")
+				okB = false
+			} else {
+				okB = v.faultCluster(r, path+".peer", f.Peer, topoOK)
+			}
+			act.Peer = f.Peer
+			if okA && okB && topoOK {
+				if l, err := r.links.Link(f.Target, f.Peer); err == nil && l.Unavailable {
+					v.add(path, "the pair %s-%s is unavailable: it carries no traffic to degrade", f.Target, f.Peer)
+				}
+			}
+			if dur > 0 {
+				out = append(out, Fault{At: at + dur, Kind: FaultRestore, Target: f.Target, Peer: f.Peer,
+					LatencyFactor: 1, BandwidthFactor: 1, Entry: i})
+			}
+		case "":
+			v.add(path+".kind", "is required (one of %s)", sortedList(faultKinds))
+		default:
+			v.add(path+".kind", "unknown kind %q (known: %s)", f.Kind, sortedList(faultKinds))
+		}
+		out = append(out, act)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
+	return out
+}
+
+func atOf(f FaultSpec) float64 {
+	if f.AtS == nil {
+		return 0
+	}
+	return *f.AtS
+}
+
+// faultCluster checks that name is an included cluster.
+func (v *validator) faultCluster(r *resolved, path, name string, topoOK bool) bool {
+	if name == "" || !topoOK {
+		return false
+	}
+	for _, c := range r.clusters {
+		if c.Name == name {
+			return true
+		}
+	}
+	v.add(path, "%q is not an included cluster", name)
+	return false
+}
+
+// factors checks a degrade's factors: each in [MinFaultFactor,
+// MaxFaultFactor], default 1, not both 1.
+func (v *validator) factors(path string, f FaultSpec) (lat, bw float64) {
+	lat, bw = 1, 1
+	check := func(field string, p *float64) float64 {
+		if p == nil {
+			return 1
+		}
+		if x := *p; !finite(x) || x < MinFaultFactor || x > MaxFaultFactor {
+			v.add(path+"."+field, "must be in [%g, %g], got %g", MinFaultFactor, MaxFaultFactor, x)
+			return 1
+		}
+		return *p
+	}
+	lat = check("latency_factor", f.LatencyFactor)
+	bw = check("bandwidth_factor", f.BandwidthFactor)
+	if f.LatencyFactor == nil && f.BandwidthFactor == nil {
+		v.add(path, "a degrade needs latency_factor or bandwidth_factor")
+	} else if lat == 1 && bw == 1 {
+		v.add(path, "a degrade with both factors 1 changes nothing")
+	}
+	return lat, bw
+}
