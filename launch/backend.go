@@ -49,6 +49,10 @@ type Capabilities struct {
 	// NeedsRoot and NeedsDocker: what the machine must give.
 	NeedsRoot   bool `json:"needs_root"`
 	NeedsDocker bool `json:"needs_docker"`
+	// Faults are the kinds of the scenario's faults timeline the backend
+	// applies (kill, partition, heal, degrade, restore); Check refuses a
+	// plan with any other.
+	Faults []string `json:"faults,omitempty"`
 	// Simulated: nothing real runs; a virtual clock jumps from event to
 	// event and a performance model predicts jobs' executions from the
 	// link matrix (links are modelled, not shaped).
@@ -56,12 +60,20 @@ type Capabilities struct {
 }
 
 // Check is the one place a backend refuses what it cannot do: a shaper it
-// cannot install, or a malleable plan (a malleability policy or a
-// malleable application) without malleability.
+// cannot install, a malleable plan (a malleability policy or a malleable
+// application) without malleability, or a fault it cannot apply.
 func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 	c := b.Capabilities()
 	if err := checkShaper(b.Name(), c, opts.Shaper); err != nil {
 		return err
+	}
+	if plan != nil {
+		for _, f := range plan.Faults {
+			if !slices.Contains(c.Faults, f.Kind) {
+				return fmt.Errorf("faults[%d]: the %s backend cannot apply %s faults (it applies: %s; the inproc backend applies them all)",
+					f.Entry, b.Name(), f.Kind, orNone(c.Faults))
+			}
+		}
 	}
 	if plan != nil && plan.Policy.Malleability != nil && !c.Malleability {
 		return fmt.Errorf("policy.malleability: the %s backend cannot run the malleability manager and malleable runners", b.Name())
@@ -86,6 +98,13 @@ func checkShaper(name string, c Capabilities, shaper string) error {
 		hint = " (use --backend netns or docker for kernel shaping)"
 	}
 	return fmt.Errorf("shaper %q is not available on the %s backend: it can install %s%s", shaper, name, strings.Join(c.Shapers, ", "), hint)
+}
+
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
 }
 
 // checkPlan is Check for a backend's own Run.

@@ -28,7 +28,8 @@ type inproc struct{}
 func (inproc) Name() string { return "inproc" }
 
 func (inproc) Capabilities() Capabilities {
-	return Capabilities{Shapers: []string{"userspace"}, Malleability: true}
+	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, Faults: []string{
+		scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore}}
 }
 
 func (b inproc) Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Result, error) {

@@ -57,7 +57,9 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go r.submit(runCtx)
+	faultsDone := wiring.FaultRun{Plan: plan, Env: r.env, KIS: r.peers().KIS, Applier: r.faults}.Start(runCtx)
 	out := rs.Await(ctx, r.clk, opts, stopRun)
+	faultsDone()
 	out.Backend, out.Shaper, out.Manifest = "inproc", "userspace", manifest
 	return rs.Finish(ctx, out)
 }
@@ -91,6 +93,7 @@ type inprocRun struct {
 	results *wiring.Results
 	undo    *wiring.Undo
 	stops   []*actor.PID
+	faults  *inprocFaults
 }
 
 // newInprocRun opens the results, starts the actor system with the
@@ -103,6 +106,7 @@ func newInprocRun(plan *scenarios.Plan, opts Options, undo *wiring.Undo) (*inpro
 	r := &inprocRun{plan: plan, opts: opts, spec: wiring.SpecFromPlan(plan, opts.ProbeBytes), undo: undo,
 		stats: rs.SharedStats(), results: rs}
 	r.clk = clock.NewScaled(r.spec.Factor())
+	r.faults = newInprocFaults(r)
 	r.system = actor.NewActorSystem(actors.QuietLogging())
 	undo.Push(func() error { r.system.Shutdown(); return nil })
 	// SCHED_FIFO where allowed (root), as the process-wide line: a release
@@ -115,7 +119,9 @@ func newInprocRun(plan *scenarios.Plan, opts Options, undo *wiring.Undo) (*inpro
 	// each stop waits for its Stopping handler.
 	undo.Push(func() error {
 		for i := len(r.stops) - 1; i >= 0; i-- {
-			_ = r.system.Root.StopFuture(r.stops[i]).Wait()
+			if !r.faults.isKilled(r.stops[i].Id) {
+				_ = r.system.Root.StopFuture(r.stops[i]).Wait()
+			}
 		}
 		return nil
 	})
@@ -214,6 +220,7 @@ func (r *inprocRun) egress(host, c string) (netem.Egress, error) {
 	}
 	eg := netem.NewUserspace(ep, r.line, r.plan.Dilation)
 	r.undo.Push(eg.Close)
+	r.faults.addHost(c, eg)
 	return eg, nil
 }
 
@@ -226,8 +233,11 @@ func (r *inprocRun) submit(ctx context.Context) {
 			return
 		}
 		props := r.spec.Runner(r.env, wiring.JobSpec(j, ""), p, r.stats)
-		if _, err := r.system.Root.SpawnNamed(props, wiring.RunnerActor(j.ID)); err != nil {
+		pid, err := r.system.Root.SpawnNamed(props, wiring.RunnerActor(j.ID))
+		if err != nil {
 			wiring.FailJob(r.env, j.ID, "spawn runner: "+err.Error())
+			continue
 		}
+		r.faults.addRunner(pid)
 	}
 }

@@ -168,6 +168,13 @@ func (p *Plan) TotalNodes() int {
 	return n
 }
 
+// NodeCluster returns the included cluster a node name (NodeName) belongs
+// to.
+func (p *Plan) NodeCluster(node string) (string, bool) {
+	c, why := nodeOf(p.Clusters, node)
+	return c, why == ""
+}
+
 // Cluster returns the included cluster of that name.
 func (p *Plan) Cluster(name string) (Cluster, bool) {
 	for _, c := range p.Clusters {

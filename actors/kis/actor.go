@@ -34,6 +34,9 @@ type kis struct {
 	readyOnce sync.Once
 	cancel    func()
 	errors    int
+	// unreachable are the clusters cut off from the rest (partitioned),
+	// with the reason.
+	unreachable map[string]string
 }
 
 type probeRound struct{}
@@ -41,7 +44,8 @@ type probeRound struct{}
 // Props returns the information service's props.
 func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &kis{cfg: cfg, clusters: map[string]*msg.ClusterStatus{}, links: map[[2]string]*msg.LinkEstimate{}}
+		return &kis{cfg: cfg, clusters: map[string]*msg.ClusterStatus{}, links: map[[2]string]*msg.LinkEstimate{},
+			unreachable: map[string]string{}}
 	})
 }
 
@@ -55,7 +59,11 @@ func (k *kis) Receive(ctx actor.Context) {
 		if k.pending == 0 {
 			k.round(ctx)
 		}
+	case *msg.ClusterReachability:
+		k.reachability(ctx, x)
 	case *msg.ClusterStatus:
+		_, cut := k.unreachable[x.Cluster]
+		x.Unreachable = cut
 		k.clusters[x.Cluster] = x
 		if k.cfg.Scheduler != nil {
 			ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{x}})
@@ -93,13 +101,52 @@ func (k *kis) Receive(ctx actor.Context) {
 	}
 }
 
+// reachability marks a cluster unreachable (a partition) or reachable
+// again (a heal): the scheduler sees its status with the mark at once, and
+// probe rounds leave its links to other clusters alone while it is cut.
+func (k *kis) reachability(ctx actor.Context, x *msg.ClusterReachability) {
+	_, cut := k.unreachable[x.Cluster]
+	if cut == !x.Reachable {
+		return
+	}
+	kind := msg.EventReachable
+	if x.Reachable {
+		delete(k.unreachable, x.Cluster)
+	} else {
+		k.unreachable[x.Cluster] = x.Reason
+		kind = msg.EventUnreachable
+	}
+	ev := k.cfg.Env.Event(kind, "kis", "")
+	ev.Fields = map[string]string{"cluster": x.Cluster, "reason": x.Reason}
+	k.cfg.Env.Emit(ev)
+	st := k.clusters[x.Cluster]
+	if st == nil || k.cfg.Scheduler == nil {
+		return
+	}
+	st = &msg.ClusterStatus{Cluster: st.Cluster, Idle: st.Idle, Capacity: st.Capacity, LocalBusy: st.LocalBusy,
+		KoalaBusy: st.KoalaBusy, LocalQueued: st.LocalQueued, AtS: st.AtS, ProbeAddr: st.ProbeAddr, Unreachable: !x.Reachable}
+	k.clusters[x.Cluster] = st
+	ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{st}})
+}
+
+// cutOff reports whether the link between two different clusters crosses a
+// partition.
+func (k *kis) cutOff(a, b string) bool {
+	if a == b {
+		return false
+	}
+	_, ca := k.unreachable[a]
+	_, cb := k.unreachable[b]
+	return ca || cb
+}
+
 // round asks every cluster to probe the clusters after it in scenario order
 // and itself (intra-cluster), skipping unavailable pairs.
 func (k *kis) round(ctx actor.Context) {
 	for i, src := range k.cfg.Order {
 		req := &msg.ProbeRequest{ReplyTo: msg.FromPID(ctx.Self()), BandwidthBytes: int32(k.cfg.BandwidthBytes)}
 		for _, dst := range k.cfg.Order[i:] {
-			if k.cfg.Unavailable[[2]string{src, dst}] || k.cfg.Unavailable[[2]string{dst, src}] {
+			if k.cfg.Unavailable[[2]string{src, dst}] || k.cfg.Unavailable[[2]string{dst, src}] || k.cutOff(src, dst) {
 				continue
 			}
 			req.Targets = append(req.Targets, &msg.ProbeTarget{Cluster: dst, Addr: k.clusters[dst].GetProbeAddr()})

@@ -85,7 +85,8 @@ func (m *manager) state(c string) *clusterState {
 	idle := min(int(st.Capacity)-int(st.LocalBusy)-u, int(st.Idle))
 	s := &clusterState{name: c, view: pm.ClusterView{Name: c, Idle: max(idle, 0), Capacity: int(st.Capacity),
 		KoalaUsed: u, Threshold: m.threshold(c)}}
-	s.blocked = len(m.after[c]) > 0
+	// An unreachable (partitioned) cluster takes no waiting job.
+	s.blocked = len(m.after[c]) > 0 || st.Unreachable
 	for _, j := range m.sortedJobs() {
 		if j.cluster != c || !j.malleable {
 			continue

@@ -43,17 +43,20 @@ type member struct {
 }
 
 type runner struct {
-	cfg       Config
-	placed    *msg.JobPlaced
-	members   []*member
-	readyN    int
-	connN     int
-	doneN     int
-	started   bool
-	finished  bool
-	failure   string
-	cause     msg.FailureCause
-	attempt   int // resubmissions so far
+	cfg      Config
+	placed   *msg.JobPlaced
+	members  []*member
+	readyN   int
+	connN    int
+	doneN    int
+	started  bool
+	finished bool
+	failure  string
+	cause    msg.FailureCause
+	attempt  int // resubmissions so far
+	// down are the nodes reported down (NodeDown) that held no rank of the
+	// job then: a placement on one that crossed the report fails at once.
+	down      map[string]*msg.NodeDown
 	cancelArm func()
 }
 
@@ -91,6 +94,12 @@ func (r *runner) Receive(ctx actor.Context) {
 			for _, n := range a.Nodes {
 				r.members = append(r.members, &member{rank: rank, cluster: a.Cluster, node: n.Name, pid: n.Pid.PID()})
 				rank++
+			}
+		}
+		for _, m := range r.members {
+			if nd := r.down[m.node]; nd != nil {
+				r.nodeDown(ctx, nd)
+				return
 			}
 		}
 		r.cfg.Env.After(r.cfg.StartupDelay, ctx.Self(), &launch{attempt: r.attempt})
@@ -134,30 +143,55 @@ func (r *runner) Receive(ctx actor.Context) {
 			if !x.Ok && r.failure == "" {
 				r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
 			}
-			if r.doneN == len(r.members) {
-				r.finish(ctx, r.failure)
-			}
+			r.maybeFinish(ctx)
 		}
 	case *msg.NodeDown:
-		for _, m := range r.members {
-			if m.node == x.Node && m.done == nil {
-				reason := fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason)
-				if r.failure != "" && r.cause != msg.FailureCause_FAILURE_NODE_DOWN {
-					// A crashed node's peers usually lose their connections to it
-					// (and fail) before the membership declares it dead; the
-					// node failure is the cause, so it leads the reason.
-					r.failure = reason + " (first error: " + r.failure + ")"
-					r.cause = msg.FailureCause_FAILURE_NODE_DOWN
-				}
-				r.fail(ctx, msg.FailureCause_FAILURE_NODE_DOWN, reason)
-				// the node will never report: count it as done
-				m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: "node down"}
-				r.doneN++
-				if r.doneN == len(r.members) {
-					r.finish(ctx, r.failure)
-				}
-			}
+		r.nodeDown(ctx, x)
+	}
+}
+
+// nodeDown fails the job when the node lost held one of its ranks, and
+// otherwise remembers the node.
+func (r *runner) nodeDown(ctx actor.Context, x *msg.NodeDown) {
+	hit := false
+	for _, m := range r.members {
+		if m.node == x.Node {
+			hit = true
 		}
+	}
+	if !hit {
+		if r.down == nil {
+			r.down = map[string]*msg.NodeDown{}
+		}
+		r.down[x.Node] = x
+		return
+	}
+	for _, m := range r.members {
+		if m.node != x.Node || m.done != nil {
+			continue
+		}
+		reason := fmt.Sprintf("node %s of cluster %s went down: %s", x.Node, x.Cluster, x.Reason)
+		if r.failure != "" && r.cause != msg.FailureCause_FAILURE_NODE_DOWN {
+			// A crashed node's peers usually lose their connections to it
+			// (and fail) before the membership declares it dead; the node
+			// failure is the cause, so it leads the reason.
+			r.failure = reason + " (first error: " + r.failure + ")"
+			r.cause = msg.FailureCause_FAILURE_NODE_DOWN
+		}
+		// The node will never report: count it as done.
+		m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: "node down"}
+		r.doneN++
+		r.fail(ctx, msg.FailureCause_FAILURE_NODE_DOWN, reason)
+		r.maybeFinish(ctx)
+		return
+	}
+}
+
+// maybeFinish ends the attempt once every rank of it has reported (a
+// resubmitted job has no ranks until it is placed again).
+func (r *runner) maybeFinish(ctx actor.Context) {
+	if !r.finished && len(r.members) > 0 && r.doneN == len(r.members) {
+		r.finish(ctx, r.failure)
 	}
 }
 
@@ -180,9 +214,7 @@ func (r *runner) ready(ctx actor.Context, x *msg.RankReady) {
 		m.done = &msg.RankDone{JobId: r.cfg.Job.Id, Rank: m.rank, Node: m.node, Error: x.Error}
 		r.doneN++
 		r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
-		if r.doneN == len(r.members) {
-			r.finish(ctx, r.failure)
-		}
+		r.maybeFinish(ctx)
 		return
 	}
 	m.addr = x.Addr
@@ -219,9 +251,7 @@ func (r *runner) fail(ctx actor.Context, cause msg.FailureCause, reason string) 
 				r.doneN++
 			}
 		}
-		if r.doneN == len(r.members) {
-			r.finish(ctx, r.failure)
-		}
+		r.maybeFinish(ctx)
 	}
 }
 

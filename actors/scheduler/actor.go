@@ -116,7 +116,9 @@ func toRequest(j *msg.JobSpec) (placement.Request, error) {
 	return req, nil
 }
 
-// snapshot is the information service's view as the policies see it.
+// snapshot is the information service's view as the policies see it. An
+// unreachable cluster (partitioned) shows no idle node, so nothing is placed
+// there until it heals, while its capacity still says what could fit.
 func (s *scheduler) snapshot() placement.Snapshot {
 	snap := placement.Snapshot{Net: netView(s.links)}
 	for _, name := range s.cfg.Order {
@@ -124,7 +126,11 @@ func (s *scheduler) snapshot() placement.Snapshot {
 		if st == nil {
 			continue
 		}
-		snap.Clusters = append(snap.Clusters, placement.ClusterState{Name: name, Idle: int(st.Idle), Capacity: int(st.Capacity)})
+		idle := int(st.Idle)
+		if st.Unreachable {
+			idle = 0
+		}
+		snap.Clusters = append(snap.Clusters, placement.ClusterState{Name: name, Idle: idle, Capacity: int(st.Capacity)})
 	}
 	return snap
 }

@@ -71,6 +71,9 @@ func describe(c launch.Capabilities) string {
 	if !c.Malleability {
 		parts = append(parts, "no malleability")
 	}
+	if len(c.Faults) > 0 {
+		parts = append(parts, "faults "+strings.Join(c.Faults, ", "))
+	}
 	if c.NeedsRoot {
 		parts = append(parts, "needs root")
 	}

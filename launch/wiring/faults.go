@@ -1,0 +1,113 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/netem"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// FaultApplier is how a backend breaks its grid on purpose: the one place
+// each backend's mechanism sits (inproc: the node actors and the userspace
+// shapers). Which kinds a backend can apply its Capabilities say, and
+// launch.Check refuses the others before the run starts.
+type FaultApplier interface {
+	// Kill stops node (of cluster) and the rank it runs, for good, and
+	// makes the loss known as the backend detects it: the node's cluster
+	// manager marks it down and the runner whose job had a rank there
+	// fails the job (msg.NodeDown).
+	Kill(node, cluster string) error
+	// Cut cuts every link between cluster and the other clusters (cut
+	// true), or heals them: writes across the cut stall until it heals.
+	Cut(cluster string, cut bool) error
+	// SetLink gives the link between clusters a and b (both directions;
+	// a == b: the cluster's own network) the undilated link l.
+	SetLink(a, b string, l netem.Link) error
+}
+
+// FaultRun applies a plan's faults timeline.
+type FaultRun struct {
+	Plan    *scenarios.Plan
+	Env     actors.Env
+	KIS     *actor.PID // told of partitions and heals
+	Applier FaultApplier
+}
+
+// Start applies the timeline from now on, each fault at its scenario time
+// (the clock's, scaled like arrivals), until the timeline ends or ctx
+// does; the returned function waits until no fault is being applied any
+// more (call it after ctx ended, before the grid is taken down).
+func (f FaultRun) Start(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	if len(f.Plan.Faults) == 0 {
+		close(done)
+		return func() {}
+	}
+	go func() {
+		defer close(done)
+		for _, ft := range f.Plan.Faults {
+			if err := f.Env.Clock.Sleep(ctx, ft.At-f.Env.Clock.Now()); err != nil {
+				return
+			}
+			f.apply(ft)
+		}
+	}()
+	return func() { <-done }
+}
+
+// apply applies one fault and records it (msg.EventFault, with the error
+// when it could not be applied). A partition and a heal are told to the
+// information service, which marks the cluster unreachable (the scheduler
+// places nothing there) or reachable again.
+func (f FaultRun) apply(ft scenarios.Fault) {
+	ev := f.Env.Event(msg.EventFault, "faults", "")
+	ev.Fields = map[string]string{"kind": ft.Kind, "target": ft.Target, "entry": fmt.Sprintf("faults[%d]", ft.Entry)}
+	var err error
+	switch ft.Kind {
+	case scenarios.FaultKill:
+		c, ok := f.Plan.NodeCluster(ft.Target)
+		if !ok {
+			err = fmt.Errorf("no node %s in the plan", ft.Target)
+			break
+		}
+		ev.Fields["cluster"] = c
+		err = f.Applier.Kill(ft.Target, c)
+	case scenarios.FaultPartition, scenarios.FaultHeal:
+		cut := ft.Kind == scenarios.FaultPartition
+		err = f.Applier.Cut(ft.Target, cut)
+		if f.KIS != nil && f.Env.System != nil {
+			f.Env.System.Root.Send(f.KIS, &msg.ClusterReachability{Cluster: ft.Target, Reachable: !cut,
+				Reason: ft.Kind + " by faults[" + fmt.Sprint(ft.Entry) + "]"})
+		}
+	case scenarios.FaultDegrade, scenarios.FaultRestore:
+		ev.Fields["peer"] = ft.Peer
+		ev.Values = map[string]float64{"latency_factor": ft.LatencyFactor, "bandwidth_factor": ft.BandwidthFactor}
+		var l netem.Link
+		if l, err = f.Plan.Links.Link(ft.Target, ft.Peer); err == nil {
+			err = f.Applier.SetLink(ft.Target, ft.Peer, Degraded(l, ft.LatencyFactor, ft.BandwidthFactor))
+		}
+	default:
+		err = fmt.Errorf("unknown fault kind %q", ft.Kind)
+	}
+	if err != nil {
+		ev.Fields["error"] = err.Error()
+	}
+	f.Env.Emit(ev)
+}
+
+// Degraded is link l with its latency (and jitter) multiplied by lat and
+// its bandwidth by bw (an unlimited bandwidth stays unlimited).
+func Degraded(l netem.Link, lat, bw float64) netem.Link {
+	l.Latency = time.Duration(float64(l.Latency) * lat)
+	l.Jitter = time.Duration(float64(l.Jitter) * lat)
+	if l.Bandwidth > 0 {
+		l.Bandwidth *= bw
+	}
+	return l
+}
