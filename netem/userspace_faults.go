@@ -77,6 +77,14 @@ func (c *shapedConn) waitUncut() error {
 	}
 }
 
+// holdTolerance is how late the delay line may wake a reader held for
+// this path; SetLink changes it while readers hold frames.
+func (p *path) holdTolerance() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tolerance
+}
+
 // set gives the path the (dilated) link l. Call with p.mu held, or before
 // the path is shared.
 func (p *path) set(l Link, o Overhead) {

@@ -1,0 +1,138 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/results"
+	"github.com/koala-emu/koala-emu/scenarios"
+)
+
+// A killed node fails its job with the typed cause node_down; with
+// resubmit(1) the job runs again once, and the second kill fails it for
+// good; the other job completes and the books balance with the
+// resubmission counted.
+func TestInprocKillResubmits(t *testing.T) {
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
+	res, _ := runInTemp(t, plan, Options{}, 2*time.Minute)
+	byID := map[string]results.Job{}
+	for _, j := range res.Jobs {
+		byID[j.ID] = j
+	}
+	j1, j2 := byID["j0001"], byID["j0002"]
+	if j1.App == "" || j2.App == "" {
+		t.Fatalf("jobs %+v", res.Jobs)
+	}
+	// Both jobs arrive at 0: j0001 is the leiden job (explicit order).
+	if j1.Status != results.StatusFailed || j1.Cause != msg.FailureCause_FAILURE_NODE_DOWN.Name() || j1.Resubmissions != 1 ||
+		!strings.Contains(j1.Reason, "leiden-n002") {
+		t.Errorf("leiden job: %s cause %q after %d resubmissions (%q); want failed, node_down, 1, on leiden-n002",
+			j1.Status, j1.Cause, j1.Resubmissions, j1.Reason)
+	}
+	if j2.Status != results.StatusCompleted {
+		t.Errorf("vrije job: %s %q, want completed", j2.Status, j2.Reason)
+	}
+	b := res.Summary.Books
+	if b == nil || !b.Balanced() || b.Submitted != 3 || b.Resubmitted != 1 || b.Failed != 1 || b.Completed != 1 {
+		t.Errorf("books %+v, want 3 submissions = 1 completed + 1 failed + 1 resubmitted, balanced", b)
+	}
+	f := res.Summary.Faults
+	if f == nil || len(f.Applied) != 2 || f.FailedByCause["node_down"] != 1 || f.Resubmissions != 1 {
+		t.Fatalf("faults section %+v", f)
+	}
+	for _, a := range f.Applied {
+		if a.Kind != "kill" || a.Error != "" {
+			t.Errorf("fault %+v", a)
+		}
+	}
+}
+
+// A partitioned cluster takes no job until it heals: the job fixed on
+// leiden is placed after the heal, the flexible job goes to vrije; the
+// degrade and its restore are applied; the information service recorded
+// the cluster unreachable and reachable again.
+func TestInprocPartitionHeals(t *testing.T) {
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-partition.yaml")))
+	res, dir := runInTemp(t, plan, Options{}, 2*time.Minute)
+	for _, j := range res.Jobs {
+		if j.Status != results.StatusCompleted {
+			t.Errorf("job %s: %s %q", j.ID, j.Status, j.Reason)
+		}
+	}
+	byID := map[string]results.Job{}
+	for _, j := range res.Jobs {
+		byID[j.ID] = j
+	}
+	if j := byID["j0001"]; j.Placement < 220 {
+		t.Errorf("the job fixed on leiden was placed at %.1f s, before the heal at 220 s", j.Placement)
+	}
+	if j := byID["j0002"]; !strings.HasPrefix(j.Components, "vrije:") || strings.Contains(j.Components, "leiden") {
+		t.Errorf("the flexible job went to %q during the partition, want vrije only", j.Components)
+	}
+	f := res.Summary.Faults
+	var kinds []string
+	for _, a := range f.Applied {
+		kinds = append(kinds, a.Kind)
+		if a.Error != "" {
+			t.Errorf("fault %+v not applied", a)
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "partition,heal,degrade,restore" {
+		t.Errorf("faults applied: %s", got)
+	}
+	evs := readEvents(t, dir)
+	if evs[msg.EventUnreachable] != 1 || evs[msg.EventReachable] != 1 {
+		t.Errorf("unreachable/reachable events: %d/%d, want 1/1", evs[msg.EventUnreachable], evs[msg.EventReachable])
+	}
+	if !res.Summary.Books.Balanced() {
+		t.Errorf("books: %v", res.Summary.Books.Err())
+	}
+}
+
+// A backend that cannot apply a kind of fault refuses the plan before
+// anything starts, naming the entry.
+func TestCheckRefusesFaults(t *testing.T) {
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
+	for _, b := range Backends() {
+		err := Check(b, plan, Options{})
+		if b.Name() == "inproc" {
+			if err != nil {
+				t.Errorf("inproc: %v", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "faults[0]: the "+b.Name()+" backend cannot apply kill faults") {
+			t.Errorf("%s: want a refusal naming faults[0], got %v", b.Name(), err)
+		}
+	}
+	_, err := RunSim(context.Background(), plan, Options{})
+	if err == nil || !strings.Contains(err.Error(), "cannot apply kill faults") {
+		t.Errorf("sim run: want the refusal, got %v", err)
+	}
+}
+
+// readEvents counts the events of a run's events.jsonl by kind.
+func readEvents(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		out[ev.Kind]++
+	}
+	return out
+}
