@@ -139,6 +139,9 @@ func FuzzLoad(f *testing.F) {
 		}
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(base + "  on_failure: resubmit(2)\nfaults:\n  - {at_s: 60, kind: kill, target: vrije-n003}\n" +
+		"  - {at_s: 90, kind: partition, target: leiden}\n  - {at_s: 200, kind: heal, target: leiden}\n" +
+		"  - {at_s: 100, kind: degrade, target: vrije, peer: amsterdam, bandwidth_factor: 0.5, duration_s: 300}\n"))
 	for _, s := range []string{"", "---", "name: [", "a: &a [*a]", "name: x\ndilation: auto\nwall_budget: 10m", "{}", "- 1", "name: !!binary AAAA"} {
 		f.Add([]byte(s))
 	}
@@ -205,6 +208,23 @@ func checkPlanInRange(t *testing.T, p *Plan) {
 			}
 		}
 	}
+	for i, f := range p.Faults {
+		if f.At < 0 || f.At.Seconds() > 2*MaxScenarioSeconds || (i > 0 && f.At < p.Faults[i-1].At) {
+			t.Fatalf("fault %d at %v out of range or order", i, f.At)
+		}
+		if (f.Kind == FaultDegrade || f.Kind == FaultRestore) && !(f.LatencyFactor >= MinFaultFactor && f.LatencyFactor <= MaxFaultFactor &&
+			f.BandwidthFactor >= MinFaultFactor && f.BandwidthFactor <= MaxFaultFactor) {
+			t.Fatalf("fault %d factors %g, %g", i, f.LatencyFactor, f.BandwidthFactor)
+		}
+		if f.Kind == FaultKill {
+			if _, ok := p.NodeCluster(f.Target); !ok {
+				t.Fatalf("fault %d kills %q, not a node of the plan", i, f.Target)
+			}
+		}
+	}
+	if p.Policy.Resubmits < 0 || p.Policy.Resubmits > MaxResubmits {
+		t.Fatalf("resubmits %d", p.Policy.Resubmits)
+	}
 	if m := p.Policy.Malleability; m != nil && (m.PollPeriod <= 0 || m.OpTimeout <= 0) {
 		t.Fatalf("malleability periods %v, %v", m.PollPeriod, m.OpTimeout)
 	}
@@ -254,6 +274,11 @@ var numericFields = []struct {
 	{false, "request: flexible", "request: flexible\n  jobs: [{at_s: 10, size: %s}]"},
 	{false, "application: wave", "application: wave\n  input_files: [{name: d, size_mb: %s, replicas: [vrije]}]"},
 	{false, "request: flexible", "request: non-fixed\n  components: %s"},
+	{false, "placement: fcm", "placement: fcm\nfaults: [{at_s: %s, kind: kill, target: vrije-n001}]"},
+	{false, "placement: fcm", "placement: fcm\nfaults: [{at_s: 10, kind: partition, target: leiden, duration_s: %s}]"},
+	{false, "placement: fcm", "placement: fcm\nfaults: [{at_s: 10, kind: degrade, target: vrije, peer: leiden, latency_factor: %s, duration_s: 60}]"},
+	{false, "placement: fcm", "placement: fcm\nfaults: [{at_s: 10, kind: degrade, target: vrije, peer: vrije, bandwidth_factor: %s}]"},
+	{false, "placement: fcm", "placement: fcm\n  on_failure: resubmit(%s)"},
 	{true, "threshold: 0.9", "threshold: %s"},
 	{true, "poll_period_s: 30", "poll_period_s: %s"},
 	{true, "poll_period_s: 30", "poll_period_s: 30\n    op_timeout_s: %s"},
