@@ -3,6 +3,8 @@ package results
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
@@ -72,6 +74,21 @@ func printFaults(w io.Writer, f *Faults) {
 	if f == nil {
 		return
 	}
-	fmt.Fprintf(w, "faults\t%d applied; failed by cause %v; %d resubmissions of %d jobs\n",
-		len(f.Applied), f.FailedByCause, f.Resubmissions, f.JobsResubmitted)
+	causes := make([]string, 0, len(f.FailedByCause))
+	for c, n := range f.FailedByCause {
+		causes = append(causes, fmt.Sprintf("%d %s", n, c))
+	}
+	sort.Strings(causes)
+	failed := "no job failed"
+	if len(causes) > 0 {
+		failed = "failed: " + strings.Join(causes, ", ")
+	}
+	errs := 0
+	for _, a := range f.Applied {
+		if a.Error != "" {
+			errs++
+		}
+	}
+	fmt.Fprintf(w, "faults\t%d applied (%d not: see results.json); %s; %d resubmissions of %d jobs\n",
+		len(f.Applied)-errs, errs, failed, f.Resubmissions, f.JobsResubmitted)
 }

@@ -165,14 +165,14 @@ func WriteJobsCSV(dir string, jobs []Job) error {
 	_ = w.Write([]string{"id", "application", "size", "request", "components", "clusters", "submit_s", "placement_s",
 		"start_s", "end_s", "wait_s", "queue_s", "startup_s", "exec_s", "response_s", "tries", "status", "reason",
 		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s",
-		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch"})
+		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch", "cause", "resubmissions"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, j := range jobs {
 		_ = w.Write(append([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
 			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
 			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
 			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS)},
-			fidelityColumns(j.Figures)...))
+			append(fidelityColumns(j.Figures), j.Cause, strconv.Itoa(j.Resubmissions))...))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
