@@ -62,7 +62,7 @@ func (b gridBackend) Name() string {
 
 func (b gridBackend) Capabilities() Capabilities {
 	return Capabilities{Shapers: []string{netem.Auto, "netem", "htb", "userspace"}, KernelShaping: true, Malleability: true,
-		Membership: true, Isolation: true, NeedsRoot: b.netns, NeedsDocker: !b.netns}
+		Membership: true, Isolation: true, NeedsRoot: b.netns, NeedsDocker: !b.netns, Faults: grid.FaultKinds}
 }
 
 func (b gridBackend) Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Result, error) {

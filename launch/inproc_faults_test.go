@@ -96,22 +96,32 @@ func TestInprocPartitionHeals(t *testing.T) {
 }
 
 // A backend that cannot apply a kind of fault refuses the plan before
-// anything starts, naming the entry.
+// anything starts, naming the entry: the grid backends kill only, the sim
+// backend applies nothing.
 func TestCheckRefusesFaults(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
+	kill := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
+	part := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-partition.yaml")))
 	for _, b := range Backends() {
-		err := Check(b, plan, Options{})
-		if b.Name() == "inproc" {
-			if err != nil {
-				t.Errorf("inproc: %v", err)
+		errKill, errPart := Check(b, kill, Options{}), Check(b, part, Options{})
+		switch b.Name() {
+		case "inproc":
+			if errKill != nil || errPart != nil {
+				t.Errorf("inproc: %v; %v", errKill, errPart)
 			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), "faults[0]: the "+b.Name()+" backend cannot apply kill faults") {
-			t.Errorf("%s: want a refusal naming faults[0], got %v", b.Name(), err)
+		case "sim":
+			if errKill == nil || !strings.Contains(errKill.Error(), "faults[0]: the sim backend cannot apply kill faults (it applies: none") {
+				t.Errorf("sim: want a refusal naming faults[0], got %v", errKill)
+			}
+		default:
+			if errKill != nil {
+				t.Errorf("%s: kill refused: %v", b.Name(), errKill)
+			}
+			if errPart == nil || !strings.Contains(errPart.Error(), "faults[0]: the "+b.Name()+" backend cannot apply partition faults (it applies: kill") {
+				t.Errorf("%s: want a refusal naming faults[0], got %v", b.Name(), errPart)
+			}
 		}
 	}
-	_, err := RunSim(context.Background(), plan, Options{})
+	_, err := RunSim(context.Background(), kill, Options{})
 	if err == nil || !strings.Contains(err.Error(), "cannot apply kill faults") {
 		t.Errorf("sim run: want the refusal, got %v", err)
 	}

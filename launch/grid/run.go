@@ -88,7 +88,10 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Con
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go r.l.submit(runCtx, plan, clk)
+	faultsDone := wiring.FaultRun{Plan: plan, Applier: gridFaults{ctx: runCtx, plat: r.plat},
+		Env: actors.Env{System: r.l.system, Clock: clk, Recorder: r.l.system.NewLocalPID(wiring.ActorRecorder)}}.Start(runCtx)
 	out := rs.Await(ctx, clk, opts, stopRun)
+	faultsDone()
 	if plan.Policy.Malleability != nil {
 		r.collectInvariants(ctx, rs)
 	}
