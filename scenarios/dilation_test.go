@@ -150,6 +150,9 @@ func TestDilationOverrides(t *testing.T) {
 		{"factor below one", "dilation: auto", Overrides{Dilation: &half}, 0, false, 0, 0, "dilation: must be at least 1 or auto, got 0.5"},
 		{"time scale drops the wall budget", "wall_budget: 10m", Overrides{TimeScale: &scale}, 1, false, 0, 40, ""},
 		{"wall budget kept", "wall_budget: 10m", Overrides{DilationAuto: true}, 1, true, 10 * time.Minute, 1, ""},
+		{"wall budget drops the time scale", "time_scale: 40", Overrides{WallBudget: &WallBudget{Seconds: 300}}, 1, false, 5 * time.Minute, 1, ""},
+		{"wall budget and time scale", "", Overrides{WallBudget: &WallBudget{Seconds: 300}, TimeScale: &scale}, 0, false, 0, 0, "wall_budget: the overrides give both a time scale and a wall budget"},
+		{"wall budget checked", "", Overrides{WallBudget: &WallBudget{Seconds: -1}}, 0, false, 0, 0, "wall_budget: must be greater than 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -225,7 +225,11 @@ type Overrides struct {
 	// TimeScale replaces time_scale, and drops a wall_budget of the
 	// scenario: a time scale on the command line wins.
 	TimeScale *float64
-	Placement *string
+	// WallBudget replaces wall_budget and drops the scenario's time_scale
+	// (the time scale then follows from the dilation); giving both it and
+	// TimeScale is an error.
+	WallBudget *WallBudget
+	Placement  *string
 	// Application replaces workload.application: the application of the
 	// generated arrivals (explicit jobs keep their own).
 	Application *string
@@ -293,6 +297,14 @@ func (s *Scenario) apply(o Overrides) (*Scenario, Errors) {
 	}
 	if o.TimeScale != nil {
 		c.WallBudget = nil
+	}
+	switch {
+	case o.WallBudget != nil && o.TimeScale != nil:
+		errs = append(errs, FieldError{Path: "wall_budget",
+			Msg: "the overrides give both a time scale and a wall budget; give one"})
+	case o.WallBudget != nil:
+		v := *o.WallBudget
+		c.WallBudget, c.TimeScale = &v, nil
 	}
 	if o.Placement != nil {
 		c.Policy.Placement = *o.Placement

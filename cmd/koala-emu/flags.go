@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ import (
 type overrideFlags struct {
 	seed         int64
 	timeScale    float64
+	wallBudget   time.Duration
 	dilation     dilationValue
 	policy       string
 	application  string
@@ -32,6 +34,7 @@ func (o *overrideFlags) register(fs *pflag.FlagSet) {
 	env := launch.ScenarioEnv()
 	fs.Int64Var(&o.seed, "seed", 0, "replace the scenario's seed (default: the scenario's)")
 	fs.Float64Var(&o.timeScale, "time-scale", 0, "replace the scenario's time scale K: the run is K times shorter (default: the scenario's)")
+	fs.DurationVar(&o.wallBudget, "wall-budget", 0, "replace the scenario's time scale or wall budget with a wall budget (for example 10m): the time scale follows from the dilation (default: the scenario's)")
 	fs.Var(&o.dilation, "dilation", "replace the scenario's time dilation: a number >= 1 (latency x d, bandwidth / d, compute x d) or auto, the smallest the host carries (default: the scenario's)")
 	fs.StringVar(&o.policy, "policy", "", "replace the placement policy: "+names(env.Policies)+" (default: the scenario's)")
 	fs.StringVar(&o.application, "app", "", "replace the application of the generated arrivals: "+names(env.Apps)+" (default: the scenario's)")
@@ -48,6 +51,9 @@ func (o *overrideFlags) overrides(fs *pflag.FlagSet) scenarios.Overrides {
 	}
 	if fs.Changed("time-scale") {
 		ov.TimeScale = &o.timeScale
+	}
+	if fs.Changed("wall-budget") {
+		ov.WallBudget = &scenarios.WallBudget{Seconds: o.wallBudget.Seconds()}
 	}
 	if fs.Changed("dilation") {
 		o.dilation.d.Override(&ov)

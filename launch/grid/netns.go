@@ -72,9 +72,17 @@ func EnterNetns() error {
 // shape (scheduler, information service, runner sites).
 const controlCluster = "_control"
 
-// launcherAddr is the launcher's address on the run's bridge: a veth from
-// this process's namespace into the switch namespace.
-var launcherAddr = netip.MustParsePrefix("10.77.0.1/16")
+// launcherAddr is the launcher's address on the run's bridge (a veth from
+// this process's namespace into the switch namespace): <subnet>.0.1, in the
+// /16 netns.Setup found free on this machine.
+func (p *NetnsPlatform) launcherAddr() netip.Prefix {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.topo == nil {
+		return netip.Prefix{}
+	}
+	return netns.LauncherAddr(p.topo.Subnet)
+}
 
 // NetnsOptions configure a NetnsPlatform.
 type NetnsOptions struct {
@@ -163,9 +171,9 @@ func (p *NetnsPlatform) Setup(ctx context.Context, clusters []string) (_ Network
 	if err := p.attachLauncher(topo); err != nil {
 		return Network{}, err
 	}
-	nw := Network{LauncherIP: launcherAddr.Addr().String(), Subnets: map[string][]netip.Prefix{}}
+	nw := Network{LauncherIP: p.launcherAddr().Addr().String(), Subnets: map[string][]netip.Prefix{}}
 	for i, c := range clusters {
-		nw.Subnets[c] = []netip.Prefix{netns.ClusterPrefix(i)}
+		nw.Subnets[c] = []netip.Prefix{netns.ClusterPrefix(topo.Subnet, i)}
 	}
 	return nw, nil
 }
@@ -201,7 +209,7 @@ func LauncherVeth(runID string) string {
 }
 
 // attachLauncher adds a veth from this namespace to the topology's bridge
-// and gives this end launcherAddr.
+// and gives this end the launcher's address.
 func (p *NetnsPlatform) attachLauncher(topo *netns.Topology) error {
 	sw, err := vnetns.GetFromPath(filepath.Join(netns.RunDir, topo.Prefix+"switch"))
 	if err != nil {
@@ -239,8 +247,9 @@ func (p *NetnsPlatform) attachLauncher(topo *netns.Topology) error {
 	if err != nil {
 		return fmt.Errorf("netns backend: launcher veth: %w", err)
 	}
-	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(launcherAddr)}); err != nil {
-		return fmt.Errorf("netns backend: address %v on %s (is another netns run up?): %w", launcherAddr, name, err)
+	addr := netns.LauncherAddr(topo.Subnet)
+	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(addr)}); err != nil {
+		return fmt.Errorf("netns backend: address %v on %s: %w", addr, name, err)
 	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("netns backend: launcher veth up: %w", err)
@@ -256,7 +265,11 @@ func prefixNet(p netip.Prefix) *net.IPNet {
 // Membership is memberlist on the launcher's address, on a free port.
 func (p *NetnsPlatform) Membership(self membership.Member) (membership.Provider, error) {
 	c := MembershipConfig(self)
-	a := launcherAddr.Addr().String()
+	launcher := p.launcherAddr()
+	if !launcher.IsValid() {
+		return nil, errors.New("netns backend: membership before Setup")
+	}
+	a := launcher.Addr().String()
 	c.BindAddr, c.AdvertiseAddr, c.BindPort = a, a, 0
 	if os.Getenv(EnvDebug) != "" {
 		c.LogOutput = os.Stderr

@@ -378,7 +378,7 @@ func TestHTBInstallUndoes(t *testing.T) {
 		"gamma": {Latency: time.Millisecond},
 	}}
 	dsts := map[string][]netip.Prefix{
-		"beta":  {netns.ClusterPrefix(1)},
+		"beta":  {netns.ClusterPrefix(topo.Subnet, 1)},
 		"gamma": {netip.MustParsePrefix("fd00::/64")},
 	}
 	var err error

@@ -1,7 +1,9 @@
 // Package netns builds the project's own test hosts out of Linux network
 // namespaces: one namespace per emulated compute node, each with an eth0
-// veth into a Linux bridge, one /24 per cluster inside 10.77.0.0/16 so that
-// every node reaches every other one. The bridge lives in a namespace of
+// veth into a Linux bridge, one /24 per cluster inside a 10.X.0.0/16 (the
+// first from 10.77 on that no route or address of the machine overlaps: the
+// machine's own network, or another run, may hold 10.77) so that every node
+// reaches every other one. The bridge lives in a namespace of
 // its own (not the root namespace): the root namespace of a Docker host
 // runs bridged traffic through its iptables FORWARD chain (br_netfilter,
 // policy DROP), and a private switch namespace keeps the test hosts

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -48,7 +49,12 @@ type Spec struct {
 	// RunID distinguishes concurrent runs; names are koala-<RunID>-....
 	// Empty picks a random 6-hex-digit id.
 	RunID string
-	// Clusters fixes the cluster order (cluster i gets 10.77.<i+1>.0/24).
+	// Subnet is the topology's IPv4 /16 (cluster i gets its (i+1)-th /24).
+	// The zero value picks the first 10.X.0.0/16 from 10.77 on that
+	// overlaps no route and no address of the calling namespace (FreeSubnet):
+	// the machine's own network, or another run's launcher, may hold 10.77.
+	Subnet netip.Prefix
+	// Clusters fixes the cluster order (cluster i gets <subnet>.<i+1>.0/24).
 	// Empty means the order of first appearance in Hosts.
 	Clusters []string
 	// Hosts are the nodes, at most 254 per cluster.
@@ -62,7 +68,7 @@ type Spec struct {
 type Host struct {
 	Name    string
 	Cluster string
-	// Addr is the host's address on eth0, 10.77.<cluster>.<node>.
+	// Addr is the host's address on eth0, <subnet>.<cluster>.<node>.
 	Addr netip.Addr
 	// Namespace is the namespace's name under /run/netns.
 	Namespace string
@@ -77,6 +83,8 @@ type Topology struct {
 	Prefix   string
 	Clusters []string
 	Hosts    []*Host
+	// Subnet is the /16 every host is in (one bridge).
+	Subnet netip.Prefix
 
 	mu       sync.Mutex
 	closed   bool
@@ -94,13 +102,76 @@ func RandomRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ClusterPrefix is the /24 of the i-th cluster (0-based).
-func ClusterPrefix(i int) netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(i + 1), 0}), 24)
+// ClusterPrefix is the /24 of the i-th cluster (0-based) in subnet (a /16).
+func ClusterPrefix(subnet netip.Prefix, i int) netip.Prefix {
+	return netip.PrefixFrom(hostAddr(subnet, i+1, 0), 24)
 }
 
-// Subnet is the prefix shared by all hosts of a topology (one bridge).
-var Subnet = netip.MustParsePrefix("10.77.0.0/16")
+// LauncherAddr is the address a launcher takes on a topology's bridge
+// (<subnet>.0.1): no cluster's /24 holds it.
+func LauncherAddr(subnet netip.Prefix) netip.Prefix {
+	return netip.PrefixFrom(hostAddr(subnet, 0, 1), subnet.Bits())
+}
+
+func hostAddr(subnet netip.Prefix, third, fourth int) netip.Addr {
+	a := subnet.Masked().Addr().As4()
+	return netip.AddrFrom4([4]byte{a[0], a[1], byte(third), byte(fourth)})
+}
+
+// Subnet range FreeSubnet picks from: 10.77.0.0/16 to 10.99.0.0/16.
+const (
+	firstOctet = 77
+	lastOctet  = 99
+)
+
+// FreeSubnet returns the first 10.X.0.0/16 (X from 77 to 99) that overlaps
+// none of used.
+func FreeSubnet(used []netip.Prefix) (netip.Prefix, error) {
+	for x := firstOctet; x <= lastOctet; x++ {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(x), 0, 0}), 16)
+		if !slices.ContainsFunc(used, func(u netip.Prefix) bool { return u.IsValid() && u.Overlaps(p) }) {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("netns: no free 10.X.0.0/16 for X in %d..%d: every one overlaps a route or an address of this machine (`ip route`, `ip addr`; `koala-emu clean` removes crashed runs)", firstOctet, lastOctet)
+}
+
+// usedPrefixes lists the destinations of this namespace's IPv4 routes (the
+// default route excepted) and its addresses.
+func usedPrefixes() ([]netip.Prefix, error) {
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, fmt.Errorf("netns: listing routes: %w", err)
+	}
+	var used []netip.Prefix
+	for _, r := range routes {
+		if r.Dst == nil {
+			continue
+		}
+		if p, ok := ipNetPrefix(r.Dst); ok && p.Bits() > 0 {
+			used = append(used, p)
+		}
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("netns: listing addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if p, ok := ipNetPrefix(a.IPNet); ok {
+			used = append(used, p)
+		}
+	}
+	return used, nil
+}
+
+func ipNetPrefix(n *net.IPNet) (netip.Prefix, bool) {
+	a, ok := netip.AddrFromSlice(n.IP.To4())
+	if !ok || n.IP.To4() == nil {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a, ones).Masked(), true
+}
 
 func validName(s string) bool {
 	if s == "" || len(s) > 40 {
@@ -116,7 +187,7 @@ func validName(s string) bool {
 
 // Setup creates the topology: a switch namespace with a bridge, one
 // namespace per host with eth0 (veth into the bridge) addressed
-// 10.77.<cluster>.<node>/16, lo and eth0 up, IPv6 off. On failure partway,
+// <subnet>.<cluster>.<node>/16, lo and eth0 up, IPv6 off. On failure partway,
 // everything already created is removed before the error is returned.
 func Setup(ctx context.Context, spec Spec) (_ *Topology, err error) {
 	if os.Geteuid() != 0 {
@@ -150,7 +221,20 @@ func Setup(ctx context.Context, spec Spec) (_ *Topology, err error) {
 	for i, c := range clusters {
 		cidx[c] = i
 	}
-	t := &Topology{RunID: runID, Prefix: NamePrefix + runID + "-", Clusters: clusters, sw: -1}
+	subnet := spec.Subnet
+	if !subnet.IsValid() {
+		used, err := usedPrefixes()
+		if err != nil {
+			return nil, err
+		}
+		if subnet, err = FreeSubnet(used); err != nil {
+			return nil, err
+		}
+	}
+	if !subnet.Addr().Is4() || subnet.Bits() != 16 || subnet.Masked() != subnet {
+		return nil, fmt.Errorf("netns: subnet %v is not an IPv4 /16", subnet)
+	}
+	t := &Topology{RunID: runID, Prefix: NamePrefix + runID + "-", Clusters: clusters, Subnet: subnet, sw: -1}
 	names := map[string]bool{}
 	perCluster := map[string]int{}
 	for _, hs := range spec.Hosts {
@@ -172,7 +256,7 @@ func Setup(ctx context.Context, spec Spec) (_ *Topology, err error) {
 		}
 		t.Hosts = append(t.Hosts, &Host{
 			Name: hs.Name, Cluster: hs.Cluster,
-			Addr:      netip.AddrFrom4([4]byte{10, 77, byte(ci + 1), byte(n)}),
+			Addr:      hostAddr(subnet, ci+1, n),
 			Namespace: t.Prefix + "h-" + hs.Name,
 			ns:        -1,
 		})
@@ -265,7 +349,7 @@ func (t *Topology) configureHost(h *Host) error {
 	if err != nil {
 		return fmt.Errorf("netns: %s %s: %w", h.Name, HostIface, err)
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: h.Addr.AsSlice(), Mask: net.CIDRMask(Subnet.Bits(), 32)}}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: h.Addr.AsSlice(), Mask: net.CIDRMask(t.Subnet.Bits(), 32)}}
 	if err := hh.AddrAdd(eth, addr); err != nil {
 		return fmt.Errorf("netns: %s address %s: %w", h.Name, h.Addr, err)
 	}
@@ -385,7 +469,7 @@ func (t *Topology) HostsOf(cluster string) []*Host {
 func (t *Topology) Destinations() map[string][]netip.Prefix {
 	d := make(map[string][]netip.Prefix, len(t.Clusters))
 	for i, c := range t.Clusters {
-		d[c] = []netip.Prefix{ClusterPrefix(i)}
+		d[c] = []netip.Prefix{ClusterPrefix(t.Subnet, i)}
 	}
 	return d
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -30,13 +32,21 @@ func TestSetupReachAndClose(t *testing.T) {
 			_ = topo.Close()
 		}
 	})
-	if got, want := topo.Host("a2").Addr.String(), "10.77.1.2"; got != want {
+	// The /16 is the first free one from 10.77 on; hosts are numbered in it.
+	sub := topo.Subnet.Addr().As4()
+	if sub[0] != 10 || sub[1] < 77 || topo.Subnet.Bits() != 16 {
+		t.Fatalf("subnet %v, want a 10.X.0.0/16 with X >= 77", topo.Subnet)
+	}
+	in := func(third, fourth byte) string {
+		return netip.AddrFrom4([4]byte{10, sub[1], third, fourth}).String()
+	}
+	if got, want := topo.Host("a2").Addr.String(), in(1, 2); got != want {
 		t.Errorf("a2 address %s, want %s", got, want)
 	}
-	if got, want := topo.Host("b1").Addr.String(), "10.77.2.1"; got != want {
+	if got, want := topo.Host("b1").Addr.String(), in(2, 1); got != want {
 		t.Errorf("b1 address %s, want %s", got, want)
 	}
-	if d := topo.Destinations(); d["beta"][0].String() != "10.77.2.0/24" {
+	if d := topo.Destinations(); d["beta"][0].String() != in(2, 0)+"/24" {
 		t.Errorf("destinations %v", d)
 	}
 	names, err := netns.List(topo.Prefix)
@@ -57,7 +67,7 @@ func TestSetupReachAndClose(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(addrs) != 1 || addrs[0].IP.String() != "10.77.2.1" {
+		if len(addrs) != 1 || addrs[0].IP.String() != in(2, 1) {
 			return fmt.Errorf("eth0 addresses %v", addrs)
 		}
 		return nil
@@ -68,7 +78,7 @@ func TestSetupReachAndClose(t *testing.T) {
 
 	// Every host reaches every other one over TCP; the listener is used
 	// from this goroutine although it was created in b1's namespace.
-	ln, err := topo.Listen(t.Context(), topo.Host("b1"), "tcp", "10.77.2.1:0")
+	ln, err := topo.Listen(t.Context(), topo.Host("b1"), "tcp", in(2, 1)+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +200,28 @@ func TestSpecValidation(t *testing.T) {
 		}
 	}
 	netnstest.AssertNoLeftovers(t, netns.NamePrefix+"specv-")
+}
+
+// FreeSubnet skips every /16 that a route or an address of the machine
+// overlaps, and says so when none is left.
+func TestFreeSubnet(t *testing.T) {
+	used := []netip.Prefix{
+		netip.MustParsePrefix("10.77.3.0/24"), // a route inside 10.77
+		netip.MustParsePrefix("10.78.0.1/32"), // an address in 10.78
+		netip.MustParsePrefix("192.0.2.0/24"), // unrelated
+		{},                                    // an invalid prefix is ignored
+	}
+	got, err := netns.FreeSubnet(used)
+	if err != nil || got.String() != "10.79.0.0/16" {
+		t.Fatalf("FreeSubnet = %v, %v; want 10.79.0.0/16", got, err)
+	}
+	if _, err := netns.FreeSubnet([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}); err == nil || !strings.Contains(err.Error(), "no free 10.X.0.0/16") {
+		t.Fatalf("a machine on 10.0.0.0/8: err %v", err)
+	}
+	if got := netns.LauncherAddr(netip.MustParsePrefix("10.81.0.0/16")).String(); got != "10.81.0.1/16" {
+		t.Errorf("LauncherAddr = %s", got)
+	}
+	if got := netns.ClusterPrefix(netip.MustParsePrefix("10.81.0.0/16"), 2).String(); got != "10.81.3.0/24" {
+		t.Errorf("ClusterPrefix = %s", got)
+	}
 }
