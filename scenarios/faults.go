@@ -126,15 +126,7 @@ const MaxResubmits = 100
 // the topology resolved) and returns its actions sorted by time (heals and
 // restores of durations included; ties in entry order).
 func (v *validator) faults(s *Scenario, r *resolved, topoOK bool) []Fault {
-	var out []Fault
-	killed := map[string]int{}
-	// partitioned: the cluster's open partition (entry index) and whether
-	// it heals by its duration, by the time it does.
-	type cut struct {
-		entry int
-		until time.Duration // 0: until a heal entry
-	}
-	open := map[string]cut{}
+	fc := &faultChecker{v: v, r: r, topoOK: topoOK, killed: map[string]int{}, open: map[string]openCut{}}
 	order := make([]int, len(s.Faults))
 	for i := range order {
 		order[i] = i
@@ -142,95 +134,141 @@ func (v *validator) faults(s *Scenario, r *resolved, topoOK bool) []Fault {
 	// Partitions and heals pair up in time order, whatever the file order.
 	sort.SliceStable(order, func(a, b int) bool { return atOf(s.Faults[order[a]]) < atOf(s.Faults[order[b]]) })
 	for _, i := range order {
-		f := s.Faults[i]
-		path := fmt.Sprintf("faults[%d]", i)
-		at := time.Duration(0)
-		if f.AtS == nil {
-			v.add(path+".at_s", "is required")
-		} else {
-			at = v.seconds(r, path+".at_s", *f.AtS, false)
-		}
-		var dur time.Duration
-		if f.DurationS != nil {
-			if f.Kind == FaultKill || f.Kind == FaultHeal {
-				v.add(path+".duration_s", "only a partition or a degrade has a duration, not a %s", f.Kind)
-			} else {
-				dur = v.seconds(r, path+".duration_s", *f.DurationS, true)
-			}
-		}
-		if f.Peer != "" && f.Kind != FaultDegrade {
-			v.add(path+".peer", "only a degrade has a peer, not a %s", f.Kind)
-		}
-		if f.Kind != FaultDegrade && (f.LatencyFactor != nil || f.BandwidthFactor != nil) {
-			v.add(path, "latency_factor and bandwidth_factor belong to a degrade, not a %q", f.Kind)
-		}
-		if f.Target == "" {
-			v.add(path+".target", "is required")
-		}
-		act := Fault{At: at, Kind: f.Kind, Target: f.Target, Entry: i}
-		switch f.Kind {
-		case FaultKill:
-			if f.Target != "" && topoOK {
-				if _, why := nodeOf(r.clusters, f.Target); why != "" {
-					v.add(path+".target", "%s", why)
-				} else if j, dup := killed[f.Target]; dup {
-					v.add(path+".target", "node %s is already killed by faults[%d]", f.Target, j)
-				} else {
-					killed[f.Target] = i
-				}
-			}
-		case FaultPartition:
-			if v.faultCluster(r, path+".target", f.Target, topoOK) {
-				if c, ok := open[f.Target]; ok && (c.until == 0 || c.until > at) {
-					v.add(path, "cluster %s is already partitioned by faults[%d]", f.Target, c.entry)
-				}
-				open[f.Target] = cut{entry: i}
-				if dur > 0 {
-					open[f.Target] = cut{entry: i, until: at + dur}
-					out = append(out, Fault{At: at + dur, Kind: FaultHeal, Target: f.Target, Entry: i})
-				}
-			}
-		case FaultHeal:
-			if v.faultCluster(r, path+".target", f.Target, topoOK) {
-				c, ok := open[f.Target]
-				switch {
-				case !ok || (c.until > 0 && c.until <= at):
-					v.add(path, "cluster %s is not partitioned at %gs (a heal follows a partition without duration_s)", f.Target, at.Seconds())
-				case c.until > 0:
-					v.add(path, "cluster %s heals by faults[%d]'s duration_s; drop this heal or that duration", f.Target, c.entry)
-				default:
-					delete(open, f.Target)
-				}
-			}
-		case FaultDegrade:
-			act.LatencyFactor, act.BandwidthFactor = v.factors(path, f)
-			okA := v.faultCluster(r, path+".target", f.Target, topoOK)
-			okB := true
-			if f.Peer == "" {
-				v.add(path+".peer", "is required: the other cluster of the degraded pair (the target itself for its own network)")
-				okB = false
-			} else {
-				okB = v.faultCluster(r, path+".peer", f.Peer, topoOK)
-			}
-			act.Peer = f.Peer
-			if okA && okB && topoOK {
-				if l, err := r.links.Link(f.Target, f.Peer); err == nil && l.Unavailable {
-					v.add(path, "the pair %s-%s is unavailable: it carries no traffic to degrade", f.Target, f.Peer)
-				}
-			}
-			if dur > 0 {
-				out = append(out, Fault{At: at + dur, Kind: FaultRestore, Target: f.Target, Peer: f.Peer,
-					LatencyFactor: 1, BandwidthFactor: 1, Entry: i})
-			}
-		case "":
-			v.add(path+".kind", "is required (one of %s)", sortedList(faultKinds))
-		default:
-			v.add(path+".kind", "unknown kind %q (known: %s)", f.Kind, sortedList(faultKinds))
-		}
-		out = append(out, act)
+		fc.entry(i, s.Faults[i])
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
-	return out
+	sort.SliceStable(fc.out, func(a, b int) bool { return fc.out[a].At < fc.out[b].At })
+	return fc.out
+}
+
+// faultChecker validates the timeline's entries in time order.
+type faultChecker struct {
+	v      *validator
+	r      *resolved
+	topoOK bool
+	out    []Fault
+	killed map[string]int     // node -> the entry that kills it
+	open   map[string]openCut // cluster -> its partition
+}
+
+// openCut is a cluster's partition: its entry, and when its duration heals
+// it (0: a heal entry must).
+type openCut struct {
+	entry int
+	until time.Duration
+}
+
+// entry checks entry i and adds its actions.
+func (fc *faultChecker) entry(i int, f FaultSpec) {
+	v, path := fc.v, fmt.Sprintf("faults[%d]", i)
+	at := time.Duration(0)
+	if f.AtS == nil {
+		v.add(path+".at_s", "is required")
+	} else {
+		at = v.seconds(fc.r, path+".at_s", *f.AtS, false)
+	}
+	var dur time.Duration
+	if f.DurationS != nil {
+		if f.Kind == FaultKill || f.Kind == FaultHeal {
+			v.add(path+".duration_s", "only a partition or a degrade has a duration, not a %s", f.Kind)
+		} else {
+			dur = v.seconds(fc.r, path+".duration_s", *f.DurationS, true)
+		}
+	}
+	if f.Peer != "" && f.Kind != FaultDegrade {
+		v.add(path+".peer", "only a degrade has a peer, not a %s", f.Kind)
+	}
+	if f.Kind != FaultDegrade && (f.LatencyFactor != nil || f.BandwidthFactor != nil) {
+		v.add(path, "latency_factor and bandwidth_factor belong to a degrade, not a %q", f.Kind)
+	}
+	if f.Target == "" {
+		v.add(path+".target", "is required")
+	}
+	act := Fault{At: at, Kind: f.Kind, Target: f.Target, Entry: i}
+	switch f.Kind {
+	case FaultKill:
+		fc.kill(i, path, f.Target)
+	case FaultPartition:
+		fc.partition(i, path, f.Target, at, dur)
+	case FaultHeal:
+		fc.heal(path, f.Target, at)
+	case FaultDegrade:
+		act.Peer = f.Peer
+		act.LatencyFactor, act.BandwidthFactor = v.factors(path, f)
+		fc.degrade(i, path, f, at, dur)
+	case "":
+		v.add(path+".kind", "is required (one of %s)", sortedList(faultKinds))
+	default:
+		v.add(path+".kind", "unknown kind %q (known: %s)", f.Kind, sortedList(faultKinds))
+	}
+	fc.out = append(fc.out, act)
+}
+
+// kill checks a kill's target: a node of an included cluster, killed once.
+func (fc *faultChecker) kill(i int, path, target string) {
+	if target == "" || !fc.topoOK {
+		return
+	}
+	if _, why := nodeOf(fc.r.clusters, target); why != "" {
+		fc.v.add(path+".target", "%s", why)
+	} else if j, dup := fc.killed[target]; dup {
+		fc.v.add(path+".target", "node %s is already killed by faults[%d]", target, j)
+	} else {
+		fc.killed[target] = i
+	}
+}
+
+// partition checks that the cluster is not partitioned already and adds
+// the heal its duration implies.
+func (fc *faultChecker) partition(i int, path, target string, at, dur time.Duration) {
+	if !fc.v.faultCluster(fc.r, path+".target", target, fc.topoOK) {
+		return
+	}
+	if c, ok := fc.open[target]; ok && (c.until == 0 || c.until > at) {
+		fc.v.add(path, "cluster %s is already partitioned by faults[%d]", target, c.entry)
+	}
+	fc.open[target] = openCut{entry: i}
+	if dur > 0 {
+		fc.open[target] = openCut{entry: i, until: at + dur}
+		fc.out = append(fc.out, Fault{At: at + dur, Kind: FaultHeal, Target: target, Entry: i})
+	}
+}
+
+// heal checks that the cluster is partitioned without a duration at.
+func (fc *faultChecker) heal(path, target string, at time.Duration) {
+	if !fc.v.faultCluster(fc.r, path+".target", target, fc.topoOK) {
+		return
+	}
+	c, ok := fc.open[target]
+	switch {
+	case !ok || (c.until > 0 && c.until <= at):
+		fc.v.add(path, "cluster %s is not partitioned at %gs (a heal follows a partition without duration_s)", target, at.Seconds())
+	case c.until > 0:
+		fc.v.add(path, "cluster %s heals by faults[%d]'s duration_s; drop this heal or that duration", target, c.entry)
+	default:
+		delete(fc.open, target)
+	}
+}
+
+// degrade checks the pair (both included, available) and adds the restore
+// its duration implies.
+func (fc *faultChecker) degrade(i int, path string, f FaultSpec, at, dur time.Duration) {
+	v := fc.v
+	okA := v.faultCluster(fc.r, path+".target", f.Target, fc.topoOK)
+	okB := false
+	if f.Peer == "" {
+		v.add(path+".peer", "is required: the other cluster of the degraded pair (the target itself for its own network)")
+	} else {
+		okB = v.faultCluster(fc.r, path+".peer", f.Peer, fc.topoOK)
+	}
+	if okA && okB {
+		if l, err := fc.r.links.Link(f.Target, f.Peer); err == nil && l.Unavailable {
+			v.add(path, "the pair %s-%s is unavailable: it carries no traffic to degrade", f.Target, f.Peer)
+		}
+	}
+	if dur > 0 {
+		fc.out = append(fc.out, Fault{At: at + dur, Kind: FaultRestore, Target: f.Target, Peer: f.Peer,
+			LatencyFactor: 1, BandwidthFactor: 1, Entry: i})
+	}
 }
 
 func atOf(f FaultSpec) float64 {
