@@ -241,3 +241,23 @@ func TestShapeKey(t *testing.T) {
 		t.Error("a request with files was keyed")
 	}
 }
+
+// An unreachable cluster (partitioned, as the information service marks
+// it) takes no job, whatever its idle nodes; once reachable again a later
+// scan places there.
+func TestUnreachableClusterTakesNoJob(t *testing.T) {
+	h := newHarness(t, "wf", map[string]int{"a": 8}, 30, 0)
+	h.sys.Root.Send(h.sched, &msg.GridStatus{Clusters: []*msg.ClusterStatus{{Cluster: "a", Idle: 8, Capacity: 8, Unreachable: true}}})
+	h.submit("j1", "flexible", 4)
+	h.sys.Root.Send(h.sched, &scan{})
+	select {
+	case m := <-h.runnerCh:
+		t.Fatalf("placed on an unreachable cluster: %v", m)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.view(map[string]int{"a": 8})
+	h.sys.Root.Send(h.sched, &scan{})
+	if p, ok := h.next().(*msg.JobPlaced); !ok || p.Allocations[0].Cluster != "a" {
+		t.Fatalf("want JobPlaced on a after the heal, got %v", p)
+	}
+}
