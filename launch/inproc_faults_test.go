@@ -47,8 +47,8 @@ func TestInprocKillResubmits(t *testing.T) {
 		t.Fatalf("faults section %+v", f)
 	}
 	for _, a := range f.Applied {
-		if a.Kind != "kill" || a.Error != "" {
-			t.Errorf("fault %+v", a)
+		if a.Kind != "kill" || a.Error != "" || a.DetectedAfterS == nil || a.Job != "j0001" {
+			t.Errorf("fault %+v: want a kill of j0001's node, applied and detected", a)
 		}
 	}
 }

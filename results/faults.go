@@ -18,8 +18,15 @@ type FaultRecord struct {
 	Peer            string  `json:"peer,omitempty"`
 	LatencyFactor   float64 `json:"latency_factor,omitempty"`
 	BandwidthFactor float64 `json:"bandwidth_factor,omitempty"`
-	// Job is the job a kill hit (the KOALA job the node held), if any.
+	// Job is the job a kill hit (the KOALA job the node held when its
+	// cluster manager marked it down), if any.
 	Job string `json:"job,omitempty"`
+	// DetectedAfterS is how long after the fault the grid knew of it, in
+	// scenario seconds: a kill when its cluster manager marked the node
+	// down, a partition or a heal when the information service marked the
+	// cluster unreachable or reachable again. Absent when it never did (or
+	// for a degrade, which nothing detects but the probes).
+	DetectedAfterS *float64 `json:"detected_after_s,omitempty"`
 	// Error says why the fault could not be applied ("" when it was).
 	Error string `json:"error,omitempty"`
 }
@@ -44,11 +51,34 @@ func faultRecord(ev *msg.Event) FaultRecord {
 		Job: ev.JobId, Error: ev.Fields["error"]}
 }
 
-// Faults returns the faults the recorder saw, in order.
+// detection is the grid learning of a fault: a node marked down (kind
+// kill), a cluster marked unreachable (partition) or reachable (heal).
+type detection struct {
+	kind, target, job string
+	ts                float64
+}
+
+// Faults returns the faults the recorder saw, in order, each with when the
+// grid detected it (the first detection of its kind and target at or after
+// it) and, for a kill, the job it hit.
 func (r *Recorder) Faults() []FaultRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]FaultRecord(nil), r.faults...)
+	out := append([]FaultRecord(nil), r.faults...)
+	for i := range out {
+		f := &out[i]
+		for _, d := range r.detected {
+			if d.kind == f.Kind && d.target == f.Target && d.ts >= f.TS-1e-6 {
+				after := max(d.ts-f.TS, 0)
+				f.DetectedAfterS = &after
+				if f.Job == "" {
+					f.Job = d.job
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // SummarizeFaults is the faults section of a run from its applied faults
@@ -83,12 +113,16 @@ func printFaults(w io.Writer, f *Faults) {
 	if len(causes) > 0 {
 		failed = "failed: " + strings.Join(causes, ", ")
 	}
-	errs := 0
+	errs, detected, worst := 0, 0, 0.0
 	for _, a := range f.Applied {
 		if a.Error != "" {
 			errs++
 		}
+		if a.DetectedAfterS != nil {
+			detected++
+			worst = max(worst, *a.DetectedAfterS)
+		}
 	}
-	fmt.Fprintf(w, "faults\t%d applied (%d not: see results.json); %s; %d resubmissions of %d jobs\n",
-		len(f.Applied)-errs, errs, failed, f.Resubmissions, f.JobsResubmitted)
+	fmt.Fprintf(w, "faults\t%d applied (%d not: see results.json), %d detected (at most %.1f s after); %s; %d resubmissions of %d jobs\n",
+		len(f.Applied)-errs, errs, detected, worst, failed, f.Resubmissions, f.JobsResubmitted)
 }

@@ -92,6 +92,7 @@ type Recorder struct {
 	util     []UtilSample
 	resizes  []ResizeOp
 	faults   []FaultRecord
+	detected []detection
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -154,6 +155,12 @@ func (r *Recorder) Record(ev *msg.Event) {
 			Local: v["local"], Koala: v["koala"], Malleable: v["malleable"], Rigid: v["rigid"]})
 	case msg.EventFault:
 		r.faults = append(r.faults, faultRecord(ev))
+	case msg.EventNodeDown:
+		r.detected = append(r.detected, detection{kind: msg.FaultKill, target: ev.Fields["node"], ts: ev.TS, job: ev.JobId})
+	case msg.EventUnreachable:
+		r.detected = append(r.detected, detection{kind: msg.FaultPartition, target: ev.Fields["cluster"], ts: ev.TS})
+	case msg.EventReachable:
+		r.detected = append(r.detected, detection{kind: msg.FaultHeal, target: ev.Fields["cluster"], ts: ev.TS})
 	case msg.EventGrow, msg.EventShrink:
 		v := ev.Values
 		r.resizes = append(r.resizes, ResizeOp{T: ev.TS, Job: ev.JobId, Op: ev.Kind, Cluster: ev.Fields["cluster"],

@@ -28,6 +28,11 @@ func TestFaultsTimelineKillsAHost(t *testing.T) {
 	if f == nil || len(f.Applied) != 1 || f.Applied[0].Kind != "kill" || f.Applied[0].Target != "alpha-n002" || f.Applied[0].Error != "" {
 		t.Fatalf("faults section %+v", f)
 	}
+	if f.Applied[0].DetectedAfterS == nil {
+		t.Error("the kill was never detected (no node_down)")
+	} else {
+		t.Logf("kill detected %.1f s (scenario) after it", *f.Applied[0].DetectedAfterS)
+	}
 	if f.FailedByCause["node_down"] != 1 || res.Summary.Extra["jobs_failed_by_node_failure"] != 1 {
 		t.Errorf("failed by cause %v, extra %v", f.FailedByCause, res.Summary.Extra)
 	}
