@@ -54,7 +54,8 @@ func TestInprocKillResubmits(t *testing.T) {
 }
 
 // A partitioned cluster takes no job until it heals: the job fixed on
-// leiden is placed after the heal, the flexible job goes to vrije; the
+// leiden is placed after the heal, the flexible job goes to vrije; a job
+// spanning the cut stalls and ends after the heal, completed; the
 // degrade and its restore are applied; the information service recorded
 // the cluster unreachable and reachable again.
 func TestInprocPartitionHeals(t *testing.T) {
@@ -69,10 +70,13 @@ func TestInprocPartitionHeals(t *testing.T) {
 	for _, j := range res.Jobs {
 		byID[j.ID] = j
 	}
-	if j := byID["j0001"]; j.Placement < 220 {
+	if j := byID["j0001"]; j.Clusters != 2 || j.End < 220 {
+		t.Errorf("the job spanning the cut ran on %d clusters and ended at %.1f s, before the heal at 220 s", j.Clusters, j.End)
+	}
+	if j := byID["j0002"]; j.Placement < 220 {
 		t.Errorf("the job fixed on leiden was placed at %.1f s, before the heal at 220 s", j.Placement)
 	}
-	if j := byID["j0002"]; !strings.HasPrefix(j.Components, "vrije:") || strings.Contains(j.Components, "leiden") {
+	if j := byID["j0003"]; !strings.HasPrefix(j.Components, "vrije:") || strings.Contains(j.Components, "leiden") {
 		t.Errorf("the flexible job went to %q during the partition, want vrije only", j.Components)
 	}
 	f := res.Summary.Faults
