@@ -62,6 +62,12 @@ var funcs = template.FuncMap{
 	},
 	"unplaced": func(c sweepCell) int { return unplacedOf(c.Summary.FailReasons) },
 	"anchor":   slug,
+	"detected": func(d *float64) string {
+		if d == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", *d)
+	},
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
@@ -81,6 +87,7 @@ Every figure is also available as SVG (link under it).</p>
 {{if .Exec}}<li><a href="#exec">Execution time against the number of clusters</a></li>{{end}}
 {{if .CDFs}}<li><a href="#cdf">Wait and response times</a></li>{{end}}
 {{if .Malleable}}<li><a href="#malleable">Malleable runs</a></li>{{end}}
+{{if .Faulted}}<li><a href="#faults">Faults</a></li>{{end}}
 </ul></nav>
 
 {{if .Runs}}
@@ -135,6 +142,20 @@ included clusters and the run's span.</p>
 {{if .Malleable}}
 <h2 id="malleable">Malleable runs</h2>
 {{range .Malleable}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}{{end}}
+
+{{if .Faulted}}
+<h2 id="faults">Faults</h2>
+{{range .Faulted}}{{$f := .Summary.Faults}}
+<h3><code>{{.Label}}</code> ({{.Summary.Scenario}}, {{.Summary.Backend}})</h3>
+<p>Failed jobs by cause: {{if $f.FailedByCause}}{{range $c, $n := $f.FailedByCause}}{{$c}} {{$n}}; {{end}}{{else}}none{{end}}
+resubmissions: {{$f.Resubmissions}} of {{$f.JobsResubmitted}} jobs.</p>
+<table>
+<tr><th>time (s)</th><th>kind</th><th>target</th><th>peer</th><th>latency x</th><th>bandwidth x</th><th>job hit</th><th>detected after (s)</th><th>error</th></tr>
+{{range $f.Applied}}<tr><td class="n">{{f1 .TS}}</td><td>{{.Kind}}</td><td>{{.Target}}</td><td>{{.Peer}}</td>
+<td class="n">{{if .LatencyFactor}}{{.LatencyFactor}}{{end}}</td><td class="n">{{if .BandwidthFactor}}{{.BandwidthFactor}}{{end}}</td>
+<td>{{.Job}}</td><td class="n">{{detected .DetectedAfterS}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>
 {{end}}{{end}}
 </body>
 </html>

@@ -62,6 +62,18 @@ type page struct {
 	Figures    []string // every file written, for the test and the page's index
 }
 
+// Faulted are the runs with a faults section (a faults timeline or a
+// resubmission policy).
+func (p *page) Faulted() []*run {
+	var out []*run
+	for _, r := range p.Runs {
+		if r.Summary.Faults != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // figRef is a figure as the page shows it.
 type figRef struct {
 	Title, Caption, PNG, SVG string
