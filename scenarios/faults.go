@@ -295,13 +295,14 @@ func (v *validator) faultCluster(r *resolved, path, name string, topoOK bool) bo
 // factors checks a degrade's factors: each in [MinFaultFactor,
 // MaxFaultFactor], default 1, not both 1.
 func (v *validator) factors(path string, f FaultSpec) (lat, bw float64) {
-	lat, bw = 1, 1
+	ok := true
 	check := func(field string, p *float64) float64 {
 		if p == nil {
 			return 1
 		}
 		if x := *p; !finite(x) || x < MinFaultFactor || x > MaxFaultFactor {
 			v.add(path+"."+field, "must be in [%g, %g], got %g", MinFaultFactor, MaxFaultFactor, x)
+			ok = false
 			return 1
 		}
 		return *p
@@ -310,7 +311,7 @@ func (v *validator) factors(path string, f FaultSpec) (lat, bw float64) {
 	bw = check("bandwidth_factor", f.BandwidthFactor)
 	if f.LatencyFactor == nil && f.BandwidthFactor == nil {
 		v.add(path, "a degrade needs latency_factor or bandwidth_factor")
-	} else if lat == 1 && bw == 1 {
+	} else if ok && lat == 1 && bw == 1 {
 		v.add(path, "a degrade with both factors 1 changes nothing")
 	}
 	return lat, bw

@@ -60,6 +60,11 @@ func TestFaultsMalformed(t *testing.T) {
 		{"factor on a kill", "", "  - {at_s: 1, kind: kill, target: vrije-n001, latency_factor: 2}\n", "faults[0]: latency_factor and bandwidth_factor belong to a degrade"},
 		{"unknown field", "", "  - {at_s: 1, kind: kill, target: vrije-n001, loss: 0.1}\n", "faults[0].loss: line"},
 	}
+	// An out-of-range factor is one error, not also "changes nothing".
+	s, _ := Parse([]byte(withFaults("", "  - {at_s: 1, kind: degrade, target: vrije, peer: leiden, bandwidth_factor: 0}\n")), "one")
+	if err := s.Validate(fakeEnv()); err == nil || strings.Contains(err.Error(), "changes nothing") {
+		t.Errorf("a factor out of range: %v", err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse([]byte(withFaults(tc.policy, tc.faults)), tc.name)
