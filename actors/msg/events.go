@@ -39,6 +39,20 @@ const (
 	EventUnreachable = "unreachable" // the information service marked a cluster unreachable (partition)
 	EventReachable   = "reachable"   // the information service marked a cluster reachable again (heal)
 
+	// Batch clusters (actors/batch) and the reallocation middleware
+	// (actors/realloc) of SPEC §5. Fields cluster and origin (local | grid)
+	// on every batch event.
+	EventBatchQueued  = "batch_queued"  // a batch cluster queued a job (values procs, walltime_s, runtime_s)
+	EventBatchRefused = "batch_refused" // a batch cluster refused a job (field reason)
+	EventBatchStart   = "batch_start"   // a queued job started (values procs, wait_s, reserved_s)
+	EventBatchEnd     = "batch_end"     // a job ended before its walltime (values procs, run_s)
+	EventBatchKill    = "batch_kill"    // a job still running at its walltime was killed (values procs, run_s)
+	EventBatchCancel  = "batch_cancel"  // a waiting job was removed from the queue
+	EventAgentMap     = "agent_map"     // the agent mapped a job to a cluster by MCT (field cluster; values procs, completion_s)
+	EventAgentFailed  = "agent_failed"  // the agent could not map a job (field reason)
+	EventReallocMove  = "realloc_move"  // a reallocation moved a waiting job (fields from, to; values old_s, new_s)
+	EventReallocRound = "realloc_round" // one reallocation round (fields mode, heuristic; values waiting, decided, moved)
+
 	// EventInvariantViolation: an invariant check failed (fields invariant,
 	// detail; actors/invariant).
 	EventInvariantViolation = "invariant_violation"

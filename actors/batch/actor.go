@@ -1,0 +1,197 @@
+package batch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/msg"
+	policy "github.com/koala-emu/koala-emu/actors/policy/batch"
+)
+
+// Config builds a batch cluster manager.
+type Config struct {
+	// Name is the cluster's name, the source of its events.
+	Name string
+	// Capacity is the number of processors, at least 1.
+	Capacity int
+	// Policy plans the queue (policy.New("fcfs") or "cbf").
+	Policy policy.Policy
+	// Observers receive a *msg.BatchState after every change.
+	Observers []*actor.PID
+	Env       actors.Env
+}
+
+type running struct {
+	job   *msg.BatchJob
+	start time.Duration
+	stop  func()
+}
+
+type waiting struct {
+	job      *msg.BatchJob
+	queued   time.Duration
+	held     bool
+	reserved time.Duration
+}
+
+// jobDone is the manager's own timer: a running job reached the end of its
+// runtime (killed false) or its walltime (killed true).
+type jobDone struct {
+	id     string
+	killed bool
+}
+
+type manager struct {
+	cfg     Config
+	self    *actor.PID
+	running map[string]*running
+	order   []string // running job IDs in start order (deterministic states)
+	queue   []*waiting
+	known   map[string]bool
+}
+
+// Props returns the props of a batch cluster manager. The configuration is
+// checked by New; Props panics on none of it.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &manager{cfg: cfg, running: map[string]*running{}, known: map[string]bool{}}
+	})
+}
+
+// Check reports what is wrong with cfg, naming the field.
+func (c Config) Check() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("batch cluster: name is empty")
+	case c.Capacity < 1:
+		return fmt.Errorf("batch cluster %s: capacity %d is less than 1", c.Name, c.Capacity)
+	case c.Policy == nil:
+		return fmt.Errorf("batch cluster %s: no policy", c.Name)
+	}
+	return nil
+}
+
+func (m *manager) Receive(ctx actor.Context) {
+	switch x := ctx.Message().(type) {
+	case *actor.Started:
+		m.self = ctx.Self()
+		m.publish()
+	case *actor.Stopping:
+		for _, r := range m.running {
+			r.stop()
+		}
+	case *msg.BatchSubmit:
+		m.submit(x.GetJob())
+	case *msg.BatchCancel:
+		m.cancel(ctx, x)
+	case *jobDone:
+		m.done(x)
+	}
+}
+
+func (m *manager) now() time.Duration { return m.cfg.Env.Clock.Now() }
+
+func (m *manager) event(kind string, j *msg.BatchJob) *msg.Event {
+	ev := m.cfg.Env.Event(kind, m.cfg.Name, j.GetId())
+	origin := "grid"
+	if j.GetLocal() {
+		origin = "local"
+	}
+	ev.Fields = map[string]string{"cluster": m.cfg.Name, "origin": origin}
+	ev.Values = map[string]float64{"procs": float64(j.GetProcs())}
+	return ev
+}
+
+func (m *manager) submit(j *msg.BatchJob) {
+	if reason := m.refuse(j); reason != "" {
+		ev := m.event(msg.EventBatchRefused, j)
+		ev.Fields["reason"] = reason
+		m.cfg.Env.Emit(ev)
+		return
+	}
+	m.known[j.GetId()] = true
+	m.queue = append(m.queue, &waiting{job: j, queued: m.now()})
+	ev := m.event(msg.EventBatchQueued, j)
+	ev.Values["walltime_s"] = time.Duration(j.GetWalltimeNs()).Seconds()
+	ev.Values["runtime_s"] = time.Duration(j.GetRuntimeNs()).Seconds()
+	m.cfg.Env.Emit(ev)
+	m.replan()
+	m.publish()
+}
+
+// Refusal reasons of EventBatchRefused.
+const (
+	RefuseDuplicate = "duplicate job id"
+	RefuseProcs     = "processors out of range"
+	RefuseTimes     = "walltime or runtime not positive"
+)
+
+func (m *manager) refuse(j *msg.BatchJob) string {
+	switch {
+	case j.GetId() == "" || m.known[j.GetId()]:
+		return RefuseDuplicate
+	case j.GetProcs() < 1 || int(j.GetProcs()) > m.cfg.Capacity:
+		return RefuseProcs
+	case j.GetWalltimeNs() <= 0 || j.GetRuntimeNs() <= 0:
+		return RefuseTimes
+	}
+	return ""
+}
+
+func (m *manager) cancel(ctx actor.Context, c *msg.BatchCancel) {
+	drop := map[string]bool{}
+	for _, id := range c.GetJobIds() {
+		drop[id] = true
+	}
+	var done []string
+	kept := m.queue[:0]
+	for _, w := range m.queue {
+		if drop[w.job.GetId()] {
+			done = append(done, w.job.GetId())
+			delete(m.known, w.job.GetId()) // it may come back later
+			m.cfg.Env.Emit(m.event(msg.EventBatchCancel, w.job))
+			continue
+		}
+		kept = append(kept, w)
+	}
+	m.queue = kept
+	if len(done) > 0 {
+		m.replan()
+	}
+	if to := c.GetReplyTo().PID(); to != nil {
+		ctx.Send(to, &msg.BatchCancelled{Cluster: m.cfg.Name, JobIds: done, Tag: c.GetTag()})
+	}
+	m.publish()
+}
+
+func (m *manager) done(d *jobDone) {
+	r, ok := m.running[d.id]
+	if !ok {
+		return
+	}
+	m.finish(d.id, r, d.killed)
+	m.replan()
+	m.publish()
+}
+
+// finish takes job id off the running set and reports its end.
+func (m *manager) finish(id string, r *running, killed bool) {
+	r.stop()
+	delete(m.running, id)
+	for i, o := range m.order {
+		if o == id {
+			m.order = append(m.order[:i], m.order[i+1:]...)
+			break
+		}
+	}
+	kind := msg.EventBatchEnd
+	if killed {
+		kind = msg.EventBatchKill
+	}
+	ev := m.event(kind, r.job)
+	ev.Values["run_s"] = (m.now() - r.start).Seconds()
+	m.cfg.Env.Emit(ev)
+}

@@ -1,0 +1,16 @@
+// Package batch is the batch cluster manager of the reallocation study
+// (SPEC §5): one cluster of Capacity processors with a batch queue planned
+// by a pure policy of actors/policy/batch (FCFS or CBF). It queues the jobs
+// submitted to it (msg.BatchSubmit: from its server, or straight from local
+// users on a non-dedicated platform), starts a queued job when its
+// reservation comes, runs it as a compute-only job for its runtime, and kills
+// it at its walltime if it is still running then. A waiting job can be
+// cancelled (msg.BatchCancel), several at once. After every change it sends
+// its state (msg.BatchState) to its observers, so its server can estimate
+// completion times on it without asking.
+//
+// The planner is called again whenever the queue or the running set
+// changes: a submission, a cancellation, a job ending early (queued jobs
+// move forward) or at its walltime. Every job's life is an event
+// (msg.EventBatch*). Time comes from the Env's clock only.
+package batch

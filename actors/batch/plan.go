@@ -1,0 +1,139 @@
+package batch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+	policy "github.com/koala-emu/koala-emu/actors/policy/batch"
+)
+
+// replan applies the policy at the current instant: every running job
+// whose walltime has come is killed first (the planner counts its
+// processors free from then), then the jobs the plan starts now start and
+// every other queued job holds its (possibly earlier) reservation.
+func (m *manager) replan() {
+	now := m.now()
+	for _, id := range append([]string(nil), m.order...) {
+		if r := m.running[id]; policy.KillTime(r.start, time.Duration(r.job.GetWalltimeNs())) <= now {
+			m.finish(id, r, true)
+		}
+	}
+	plan, err := m.cfg.Policy.Schedule(now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
+	if err != nil {
+		m.violation("plan", err.Error())
+		return
+	}
+	starts := map[string]bool{}
+	for _, id := range plan.Start {
+		starts[id] = true
+	}
+	kept := m.queue[:0]
+	for i, w := range m.queue {
+		r := plan.Reservations[i]
+		if r.Broken {
+			m.violation("reservation", fmt.Sprintf("job %s: reservation broken", r.ID))
+		}
+		if starts[w.job.GetId()] {
+			m.start(w)
+			continue
+		}
+		w.held, w.reserved = true, r.Start
+		kept = append(kept, w)
+	}
+	m.queue = kept
+	if busy := m.busy(); busy > m.cfg.Capacity {
+		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", busy, m.cfg.Capacity))
+	}
+}
+
+// start runs a queued job for its runtime, or until its walltime if the
+// runtime is longer.
+func (m *manager) start(w *waiting) {
+	j := w.job
+	now := m.now()
+	wall, run := time.Duration(j.GetWalltimeNs()), time.Duration(j.GetRuntimeNs())
+	d, killed := run, false
+	if run >= wall {
+		d, killed = wall, run > wall
+	}
+	r := &running{job: j, start: now}
+	r.stop = m.cfg.Env.After(d, m.self, &jobDone{id: j.GetId(), killed: killed})
+	m.running[j.GetId()] = r
+	m.order = append(m.order, j.GetId())
+	ev := m.event(msg.EventBatchStart, j)
+	ev.Values["wait_s"] = (now - time.Duration(j.GetSubmitNs())).Seconds()
+	ev.Values["reserved_s"] = w.reserved.Seconds()
+	m.cfg.Env.Emit(ev)
+}
+
+func (m *manager) busy() int {
+	n := 0
+	for _, r := range m.running {
+		n += int(r.job.GetProcs())
+	}
+	return n
+}
+
+func (m *manager) runningJobs() []policy.Running {
+	out := make([]policy.Running, 0, len(m.order))
+	for _, id := range m.order {
+		r := m.running[id]
+		out = append(out, policy.Running{ID: id, Procs: int(r.job.GetProcs()), Start: r.start, Walltime: time.Duration(r.job.GetWalltimeNs())})
+	}
+	return out
+}
+
+func (m *manager) queuedJobs() []policy.Queued {
+	out := make([]policy.Queued, len(m.queue))
+	for i, w := range m.queue {
+		out[i] = policy.Queued{ID: w.job.GetId(), Procs: int(w.job.GetProcs()), Walltime: time.Duration(w.job.GetWalltimeNs()),
+			Held: w.held, Reserved: w.reserved}
+	}
+	return out
+}
+
+// violation reports a broken invariant of the batch cluster.
+func (m *manager) violation(what, detail string) {
+	ev := m.cfg.Env.Event(msg.EventInvariantViolation, m.cfg.Name, "")
+	ev.Fields = map[string]string{"invariant": "batch_" + what, "detail": m.cfg.Name + ": " + detail}
+	m.cfg.Env.Emit(ev)
+}
+
+// State is the cluster's state as a BatchState.
+func (m *manager) state() *msg.BatchState {
+	s := &msg.BatchState{Cluster: m.cfg.Name, NowNs: int64(m.now()), Capacity: int32(m.cfg.Capacity)}
+	for _, id := range m.order {
+		r := m.running[id]
+		s.Running = append(s.Running, &msg.BatchRunning{Id: id, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()})
+	}
+	for _, w := range m.queue {
+		s.Queue = append(s.Queue, &msg.BatchQueued{Id: w.job.GetId(), Procs: w.job.GetProcs(), WalltimeNs: w.job.GetWalltimeNs(),
+			Held: w.held, ReservedNs: int64(w.reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()})
+	}
+	return s
+}
+
+func (m *manager) publish() {
+	if len(m.cfg.Observers) == 0 {
+		return
+	}
+	s := m.state()
+	for _, o := range m.cfg.Observers {
+		m.cfg.Env.System.Root.Send(o, s)
+	}
+}
+
+// Snapshot converts a BatchState into the planner's inputs: the running
+// jobs and the queue, in order.
+func Snapshot(s *msg.BatchState) ([]policy.Running, []policy.Queued) {
+	run := make([]policy.Running, len(s.GetRunning()))
+	for i, r := range s.GetRunning() {
+		run[i] = policy.Running{ID: r.GetId(), Procs: int(r.GetProcs()), Start: time.Duration(r.GetStartNs()), Walltime: time.Duration(r.GetWalltimeNs())}
+	}
+	q := make([]policy.Queued, len(s.GetQueue()))
+	for i, w := range s.GetQueue() {
+		q[i] = policy.Queued{ID: w.GetId(), Procs: int(w.GetProcs()), Walltime: time.Duration(w.GetWalltimeNs()), Held: w.GetHeld(), Reserved: time.Duration(w.GetReservedNs())}
+	}
+	return run, q
+}
