@@ -123,17 +123,3 @@ func (m *manager) publish() {
 		m.cfg.Env.System.Root.Send(o, s)
 	}
 }
-
-// Snapshot converts a BatchState into the planner's inputs: the running
-// jobs and the queue, in order.
-func Snapshot(s *msg.BatchState) ([]policy.Running, []policy.Queued) {
-	run := make([]policy.Running, len(s.GetRunning()))
-	for i, r := range s.GetRunning() {
-		run[i] = policy.Running{ID: r.GetId(), Procs: int(r.GetProcs()), Start: time.Duration(r.GetStartNs()), Walltime: time.Duration(r.GetWalltimeNs())}
-	}
-	q := make([]policy.Queued, len(s.GetQueue()))
-	for i, w := range s.GetQueue() {
-		q[i] = policy.Queued{ID: w.GetId(), Procs: int(w.GetProcs()), Walltime: time.Duration(w.GetWalltimeNs()), Held: w.GetHeld(), Reserved: time.Duration(w.GetReservedNs())}
-	}
-	return run, q
-}
