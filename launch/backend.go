@@ -57,6 +57,10 @@ type Capabilities struct {
 	// event and a performance model predicts jobs' executions from the
 	// link matrix (links are modelled, not shaped).
 	Simulated bool `json:"simulated"`
+	// BatchGrid: the backend runs a batch grid (scenario batch: batch
+	// clusters, servers and the agent of SPEC §5, jobs replayed from SWF
+	// traces).
+	BatchGrid bool `json:"batch_grid"`
 }
 
 // Check is the one place a backend refuses what it cannot do: a shaper it
@@ -74,6 +78,9 @@ func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 					f.Entry, b.Name(), f.Kind, orNone(c.Faults))
 			}
 		}
+	}
+	if plan != nil && plan.Batch != nil && !c.BatchGrid {
+		return fmt.Errorf("batch: the %s backend cannot run a batch grid (batch clusters fed by SWF traces); use --backend sim or inproc", b.Name())
 	}
 	if plan != nil && plan.Policy.Malleability != nil && !c.Malleability {
 		return fmt.Errorf("policy.malleability: the %s backend cannot run the malleability manager and malleable runners", b.Name())

@@ -43,6 +43,14 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	if err := rs.WriteManifest(manifest, opts.Progress); err != nil {
 		return nil, err
 	}
+	if plan.Batch != nil {
+		out, err := r.runBatch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out.Backend, out.Shaper, out.Manifest = "inproc", "none", manifest
+		return rs.Finish(ctx, out)
+	}
 	ready := make(chan struct{})
 	if err := r.spawnRoles(ctx, ready); err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func (simBackend) Name() string { return "sim" }
 // Capabilities: nothing is shaped (the link matrix feeds the model) and
 // malleable jobs are refused (their duration depends on their resizes).
 func (simBackend) Capabilities() Capabilities {
-	return Capabilities{Shapers: []string{"model"}, Simulated: true}
+	return Capabilities{Shapers: []string{"model"}, Simulated: true, BatchGrid: true}
 }
 
 func (simBackend) Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Result, error) {
@@ -201,22 +201,9 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 	})
 	start := s.clk.Hold()
 	ready := make(chan struct{})
-	if err := s.spawnRoles(ready); err != nil {
+	if err := s.start(ready); err != nil {
 		start()
 		return s.outcome(err.Error())
-	}
-	p := wiring.Peers{Scheduler: s.system.NewLocalPID(wiring.ActorScheduler), KIS: s.system.NewLocalPID(wiring.ActorKIS),
-		Clusters: map[string]*actor.PID{}}
-	for _, c := range s.plan.Clusters {
-		p.Clusters[c.Name] = s.system.NewLocalPID(wiring.ClusterActor(c.Name))
-	}
-	for _, j := range s.plan.Jobs {
-		s.clk.AfterFunc(j.Submit, func() {
-			props := s.rt.Props(s.spec.Runner(s.env, wiring.JobSpec(j, ""), p, nil))
-			if _, err := s.system.Root.SpawnNamed(props, wiring.RunnerActor(j.ID)); err != nil {
-				wiring.FailJob(s.env, j.ID, "spawn runner: "+err.Error())
-			}
-		})
 	}
 	s.clk.AfterFunc(s.plan.Duration+s.opts.Drain, func() { stop(wiring.ReasonDeadline) })
 	fmt.Fprintf(s.opts.Progress, "sim: %d clusters, %d node actors; simulating %d jobs over %s of scenario time\n",
@@ -252,6 +239,39 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 		}
 	}
 	return s.outcome(why)
+}
+
+// start spawns the roles and schedules every job's submission as one
+// clock event at its submission time: a runner per job, or, for a batch
+// grid, the roles and submissions of wiring.StartBatch (ready is closed
+// then: a batch grid probes no link).
+func (s *simRun) start(ready chan struct{}) error {
+	if s.plan.Batch != nil {
+		if err := s.spawn(s.results.Recorder().Props(), wiring.ActorRecorder); err != nil {
+			return err
+		}
+		close(ready)
+		return wiring.StartBatch(s.env, s.plan, func(p *actor.Props, name string) (*actor.PID, error) {
+			return s.system.Root.SpawnNamed(s.rt.Props(p), name)
+		}, func(at time.Duration, f func()) { s.clk.AfterFunc(at, f) })
+	}
+	if err := s.spawnRoles(ready); err != nil {
+		return err
+	}
+	p := wiring.Peers{Scheduler: s.system.NewLocalPID(wiring.ActorScheduler), KIS: s.system.NewLocalPID(wiring.ActorKIS),
+		Clusters: map[string]*actor.PID{}}
+	for _, c := range s.plan.Clusters {
+		p.Clusters[c.Name] = s.system.NewLocalPID(wiring.ClusterActor(c.Name))
+	}
+	for _, j := range s.plan.Jobs {
+		s.clk.AfterFunc(j.Submit, func() {
+			props := s.rt.Props(s.spec.Runner(s.env, wiring.JobSpec(j, ""), p, nil))
+			if _, err := s.system.Root.SpawnNamed(props, wiring.RunnerActor(j.ID)); err != nil {
+				wiring.FailJob(s.env, j.ID, "spawn runner: "+err.Error())
+			}
+		})
+	}
+	return nil
 }
 
 func (s *simRun) outcome(interrupted string) wiring.Outcome {

@@ -66,6 +66,11 @@ func (s *Scenario) Expand(env Env, o Overrides) (*Plan, error) {
 		MeanInterarrival: r.meanGap,
 		Faults:           slices.Clone(r.faults),
 	}
+	if r.batch != nil {
+		p.Batch = r.batch
+		p.Jobs, p.Duration, p.Clusters = r.batch.planJobs(), r.batch.horizon(), r.batch.planClusters()
+		return p, nil
+	}
 	jobs := slices.Clone(r.explicit)
 	if r.duration == 0 {
 		for _, j := range jobs {

@@ -51,6 +51,10 @@ type Plan struct {
 	// Faults is the faults timeline, sorted by time: the scenario's
 	// entries plus the heals and restores their durations imply.
 	Faults []Fault
+	// Batch is the batch grid of a trace replay (nil for a KOALA grid). Its
+	// jobs are also in Jobs (application "swf", request "grid" or "local",
+	// size the trace's processors), so every backend counts them alike.
+	Batch *BatchPlan
 }
 
 // Cluster is one included cluster.

@@ -40,6 +40,9 @@ type Scenario struct {
 	// Faults is the faults timeline: nodes killed, clusters partitioned
 	// and healed, links degraded, at given scenario times (see FaultSpec).
 	Faults []FaultSpec `yaml:"faults,omitempty"`
+	// Batch makes the scenario a batch grid replaying SWF traces (SPEC §5;
+	// see BatchSpec), in place of topology, workload, policy and faults.
+	Batch *BatchSpec `yaml:"batch,omitempty"`
 
 	source string // file name or built-in name, for messages
 }

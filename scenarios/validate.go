@@ -86,6 +86,8 @@ type resolved struct {
 	// bounds of malleable jobs per application: workload.malleable.bounds
 	// and, for generated applications, the profiles' bounds.
 	bounds map[string]ProfileBounds
+
+	batch *BatchPlan // a batch grid (scenario batch), or nil
 }
 
 // validator collects errors.
@@ -205,6 +207,10 @@ func (s *Scenario) resolve(env Env) (*resolved, Errors) {
 		}
 	}
 
+	if s.Batch != nil {
+		r.batch = v.batch(s, r)
+		return r, v.errs
+	}
 	topoOK := v.topology(s, r)
 	// The policy is checked before the workload (which needs max_clusters)
 	// but reported after it, in document order.

@@ -110,6 +110,11 @@ func (m *manager) submit(j *msg.BatchJob) {
 		ev := m.event(msg.EventBatchRefused, j)
 		ev.Fields["reason"] = reason
 		m.cfg.Env.Emit(ev)
+		if reason != RefuseDuplicate { // a duplicate's record belongs to the first
+			end := m.cfg.Env.Event(msg.EventEnd, m.cfg.Name, j.GetId())
+			end.Fields = map[string]string{"status": "failed", "cause": msg.CauseRefused, "reason": reason}
+			m.cfg.Env.Emit(end)
+		}
 		return
 	}
 	m.known[j.GetId()] = true
@@ -194,4 +199,10 @@ func (m *manager) finish(id string, r *running, killed bool) {
 	ev := m.event(kind, r.job)
 	ev.Values["run_s"] = (m.now() - r.start).Seconds()
 	m.cfg.Env.Emit(ev)
+	end := m.cfg.Env.Event(msg.EventEnd, m.cfg.Name, id)
+	end.Fields = map[string]string{"status": "completed"}
+	if killed {
+		end.Fields = map[string]string{"status": "failed", "cause": msg.CauseWalltime, "reason": "killed at its walltime"}
+	}
+	m.cfg.Env.Emit(end)
 }

@@ -65,6 +65,12 @@ func (m *manager) start(w *waiting) {
 	ev.Values["wait_s"] = (now - time.Duration(j.GetSubmitNs())).Seconds()
 	ev.Values["reserved_s"] = w.reserved.Seconds()
 	m.cfg.Env.Emit(ev)
+	// The job's life as every backend's results read it.
+	placed := m.cfg.Env.Event(msg.EventPlaced, m.cfg.Name, j.GetId())
+	placed.Fields = map[string]string{"components": fmt.Sprintf("%s:%d", m.cfg.Name, j.GetProcs())}
+	placed.Values = map[string]float64{"clusters": 1, "tries": 1}
+	m.cfg.Env.Emit(placed)
+	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
 }
 
 func (m *manager) busy() int {

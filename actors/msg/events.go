@@ -58,6 +58,14 @@ const (
 	EventInvariantViolation = "invariant_violation"
 )
 
+// CauseWalltime is the "cause" of the EventEnd of a batch job killed at its
+// walltime (status failed), as results counts it.
+const CauseWalltime = "walltime"
+
+// CauseRefused is the "cause" of the EventEnd of a batch grid job that no
+// cluster accepted (status failed).
+const CauseRefused = "refused"
+
 // ResizeKind is the event kind of a grow (true) or a shrink (false); it is
 // also the "op" field of the resize events.
 func ResizeKind(grow bool) string {

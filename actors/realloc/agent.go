@@ -69,6 +69,9 @@ type agent struct {
 
 type tick struct{}
 
+// reasonDuplicate is the agent's refusal of a job ID it knows already.
+const reasonDuplicate = "duplicate job id"
+
 // AgentProps returns the props of the agent, or an error naming what is
 // wrong in cfg.
 func AgentProps(cfg AgentConfig) (*actor.Props, error) {
@@ -129,11 +132,11 @@ func (a *agent) Receive(ctx actor.Context) {
 // request asks every server for the job's estimate.
 func (a *agent) request(ctx actor.Context, j *msg.GridJob) {
 	if _, dup := a.jobs[j.GetId()]; dup {
-		a.fail(j.GetId(), "duplicate job id")
+		a.fail(j.GetId(), reasonDuplicate)
 		return
 	}
 	if _, dup := a.pending[j.GetId()]; dup {
-		a.fail(j.GetId(), "duplicate job id")
+		a.fail(j.GetId(), reasonDuplicate)
 		return
 	}
 	a.pending[j.GetId()] = nil
@@ -188,4 +191,9 @@ func (a *agent) fail(id, reason string) {
 	ev := a.cfg.Env.Event(msg.EventAgentFailed, "agent", id)
 	ev.Fields = map[string]string{"reason": reason}
 	a.cfg.Env.Emit(ev)
+	if reason != reasonDuplicate { // a duplicate's record belongs to the first
+		end := a.cfg.Env.Event(msg.EventEnd, "agent", id)
+		end.Fields = map[string]string{"status": "failed", "cause": msg.CauseRefused, "reason": reason}
+		a.cfg.Env.Emit(end)
+	}
 }

@@ -234,6 +234,12 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 		sum.Faults = results.SummarizeFaults(r.recorder.Faults(), o.Jobs)
 	}
 	sum.Books = results.NewBooks(o.Jobs, len(plan.Jobs))
+	if plan.Batch != nil {
+		if sum.Extra == nil {
+			sum.Extra = map[string]any{}
+		}
+		sum.Extra["batch"] = NewBatchBooks(plan, o.Jobs, r.recorder.Count)
+	}
 	if err := r.write(sum, o.Jobs); err != nil {
 		return nil, err
 	}
