@@ -44,6 +44,7 @@ SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scena
 		newScenariosCmd(a),
 		newHostCmd(a),
 		newReportCmd(a),
+		newCompareCmd(a),
 		newSweepCmd(a),
 		newNodeCmd(a),
 	)
