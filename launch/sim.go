@@ -206,8 +206,13 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 		return s.outcome(err.Error())
 	}
 	s.clk.AfterFunc(s.plan.Duration+s.opts.Drain, func() { stop(wiring.ReasonDeadline) })
-	fmt.Fprintf(s.opts.Progress, "sim: %d clusters, %d node actors; simulating %d jobs over %s of scenario time\n",
-		len(s.spec.Clusters), s.plan.TotalNodes(), len(s.plan.Jobs), s.plan.Duration)
+	if b := s.plan.Batch; b != nil {
+		fmt.Fprintf(s.opts.Progress, "sim: batch grid of %d clusters; replaying %d trace jobs (deadline %s of scenario time)\n",
+			len(b.Clusters), len(s.plan.Jobs), s.plan.Duration)
+	} else {
+		fmt.Fprintf(s.opts.Progress, "sim: %d clusters, %d node actors; simulating %d jobs over %s of scenario time\n",
+			len(s.spec.Clusters), s.plan.TotalNodes(), len(s.plan.Jobs), s.plan.Duration)
+	}
 	progressDone := make(chan struct{})
 	defer close(progressDone)
 	go s.progress(progressDone)

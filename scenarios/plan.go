@@ -53,7 +53,11 @@ type Plan struct {
 	Faults []Fault
 	// Batch is the batch grid of a trace replay (nil for a KOALA grid). Its
 	// jobs are also in Jobs (application "swf", request "grid" or "local",
-	// size the trace's processors), so every backend counts them alike.
+	// size the trace's processors), so every backend counts them alike;
+	// Clusters are its clusters (one processor per node), and Duration is
+	// not the submission window but a generous bound on the replay's end
+	// (the last submission plus ten times every trace walltime), so that
+	// the deadline never cuts a replay short.
 	Batch *BatchPlan
 }
 
