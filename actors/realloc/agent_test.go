@@ -157,7 +157,8 @@ func TestRegularThreshold(t *testing.T) {
 }
 
 // Books on a busier workload: every job submitted to the agent is mapped
-// once and ends once, whatever the reallocations.
+// once and ends once, whatever the reallocations, and no cluster is ever
+// over capacity.
 func TestEveryJobEndsOnce(t *testing.T) {
 	for _, mode := range []string{"none", "regular", "all-cancellation"} {
 		for _, h := range []string{"mct", "minmin"} {
@@ -187,6 +188,18 @@ func TestEveryJobEndsOnce(t *testing.T) {
 				for i := range n {
 					if id := fmt.Sprintf("g%d", i); ended[id] != 1 {
 						t.Errorf("job %s ended %d times", id, ended[id])
+					}
+				}
+				capacity := map[string]int{"a": 16, "b": 8, "c": 4}
+				busy := map[string]int{}
+				for _, ev := range g.w.Events(msg.EventBatchStart, msg.EventBatchEnd, msg.EventBatchKill) {
+					if ev.Kind == msg.EventBatchStart {
+						busy[ev.Source] += int(ev.Values["procs"])
+					} else {
+						busy[ev.Source] -= int(ev.Values["procs"])
+					}
+					if busy[ev.Source] > capacity[ev.Source] {
+						t.Fatalf("at %vs: %d processors busy on %s of %d", ev.TS, busy[ev.Source], ev.Source, capacity[ev.Source])
 					}
 				}
 				if mode != "none" && len(g.w.Events(msg.EventReallocRound)) == 0 {
