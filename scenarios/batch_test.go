@@ -114,3 +114,29 @@ func TestBatchLocalShare(t *testing.T) {
 		}
 	}
 }
+
+func TestReallocOverrides(t *testing.T) {
+	s, err := LoadBuiltin("realloc-homogeneous-dedicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, h := "all-cancellation", "minmin"
+	p, err := s.Expand(fakeEnv(), Overrides{ReallocMode: &mode, ReallocHeuristic: &h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Batch.Mode != mode || p.Batch.Heuristic != h || s.Batch.Realloc.Mode != "regular" {
+		t.Errorf("mode %s, heuristic %s; the scenario's mode is now %s", p.Batch.Mode, p.Batch.Heuristic, s.Batch.Realloc.Mode)
+	}
+	bad := "sometimes"
+	if _, err := s.Expand(fakeEnv(), Overrides{ReallocMode: &bad}); err == nil || !err.(Errors).HasPath("batch.realloc.mode") {
+		t.Errorf("a bad mode override: %v", err)
+	}
+	koala, err := LoadBuiltin("das3-smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := koala.Expand(fakeEnv(), Overrides{ReallocMode: &mode}); err == nil || !err.(Errors).HasPath("batch") {
+		t.Errorf("a reallocation override on a KOALA grid: %v", err)
+	}
+}

@@ -253,6 +253,10 @@ type Overrides struct {
 	Approach *string
 	// MalleableFraction replaces workload.malleable.fraction (W_mr: 0.5).
 	MalleableFraction *float64
+	// ReallocMode and ReallocHeuristic replace batch.realloc.mode and
+	// batch.realloc.heuristic of a batch grid.
+	ReallocMode      *string
+	ReallocHeuristic *string
 }
 
 // apply returns a copy of s with the overrides in place, and the overrides
@@ -284,6 +288,21 @@ func (s *Scenario) apply(o Overrides) (*Scenario, Errors) {
 			v := *o.MalleableFraction
 			m.Fraction = &v
 			c.Workload.Malleable = &m
+		}
+	}
+	if o.ReallocMode != nil || o.ReallocHeuristic != nil {
+		if s.Batch == nil {
+			errs = append(errs, FieldError{Path: "batch",
+				Msg: "the reallocation overrides need a batch section in the scenario"})
+		} else {
+			b := *s.Batch
+			if o.ReallocMode != nil {
+				b.Realloc.Mode = *o.ReallocMode
+			}
+			if o.ReallocHeuristic != nil {
+				b.Realloc.Heuristic = *o.ReallocHeuristic
+			}
+			c.Batch = &b
 		}
 	}
 	if o.Seed != nil {

@@ -28,6 +28,8 @@ type overrideFlags struct {
 	mallPolicy   string
 	approach     string
 	mallFraction float64
+	reallocMode  string
+	heuristic    string
 }
 
 func (o *overrideFlags) register(fs *pflag.FlagSet) {
@@ -41,6 +43,8 @@ func (o *overrideFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.mallPolicy, "malleability-policy", "", "replace the malleability policy: "+names(env.MalleabilityPolicies)+" (default: the scenario's; needs policy.malleability)")
 	fs.StringVar(&o.approach, "approach", "", "replace the job-management approach of malleability: "+names(env.Approaches)+" (default: the scenario's; needs policy.malleability)")
 	fs.Float64Var(&o.mallFraction, "malleable-fraction", 0, "replace the share of malleable jobs: 1 is W_m, 0.5 W_mr (default: the scenario's)")
+	fs.StringVar(&o.reallocMode, "realloc-mode", "", "replace a batch grid's reallocation: "+names(scenarios.ReallocModes)+" (default: the scenario's; needs batch)")
+	fs.StringVar(&o.heuristic, "realloc-heuristic", "", "replace a batch grid's reallocation heuristic: "+names(scenarios.ReallocHeurists)+" (default: the scenario's; needs batch)")
 }
 
 // overrides returns the flags that were given.
@@ -72,6 +76,12 @@ func (o *overrideFlags) overrides(fs *pflag.FlagSet) scenarios.Overrides {
 	}
 	if fs.Changed("malleable-fraction") {
 		ov.MalleableFraction = &o.mallFraction
+	}
+	if fs.Changed("realloc-mode") {
+		ov.ReallocMode = &o.reallocMode
+	}
+	if fs.Changed("realloc-heuristic") {
+		ov.ReallocHeuristic = &o.heuristic
 	}
 	return ov
 }
