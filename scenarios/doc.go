@@ -28,6 +28,12 @@
 // time with the scenario's time scale and dilation; Plan.Links is the
 // undilated matrix (apply netem.Link.Dilate at run time).
 //
-// The built-in scenarios (*.yaml in this folder) are embedded; see Builtins
-// and Open.
+// A batch grid (SPEC §5, batch.go) is a scenario with a batch section in
+// place of topology, workload, policy and faults: batch clusters, the SWF
+// traces that feed them (read and checked by package swf when the scenario
+// is validated, a malformed trace being one error naming its file, line and
+// field), the local share and the reallocation; Plan.Batch carries it.
+//
+// The built-in scenarios (*.yaml in this folder) are embedded, with the
+// trace excerpts they replay (traces/); see Builtins and Open.
 package scenarios

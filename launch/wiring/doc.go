@@ -4,6 +4,8 @@
 // compute nodes and the rigid or malleable runners (Spec and its builders),
 // the conversion of scenario jobs into msg.JobSpec, and the results
 // directory, opened at the start of a run and finished by one function
-// (Results.Finish) at its end. Backends (launch, launch/grid) differ only in
+// (Results.Finish) at its end. A batch grid (plan.Batch: batch clusters,
+// their servers and the agent of SPEC §5) is built by StartBatch, its books
+// closed by NewBatchBooks. Backends (launch, launch/grid) differ only in
 // where an actor lives and how its PID is found (Peers).
 package wiring
