@@ -77,8 +77,9 @@ func (c Config) Check() error {
 func (m *manager) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
 	case *actor.Started:
+		// No state is published yet: the observers may still be spawning
+		// (their initial state is the empty cluster).
 		m.self = ctx.Self()
-		m.publish()
 	case *actor.Stopping:
 		for _, r := range m.running {
 			r.stop()
