@@ -29,7 +29,8 @@ func (inproc) Name() string { return "inproc" }
 
 func (inproc) Capabilities() Capabilities {
 	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, Faults: []string{
-		scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore}}
+		scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore,
+		scenarios.FaultLoad, scenarios.FaultUnload}}
 }
 
 func (b inproc) Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Result, error) {

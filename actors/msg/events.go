@@ -33,6 +33,7 @@ const (
 	EventProbe      = "probe"       // one network measurement between two clusters
 	EventProbeError = "probe_error" // a network measurement failed
 	EventNodeDown   = "node_down"   // a cluster manager marked a node down
+	EventNodeLoad   = "node_load"   // a node's competing load changed (fields node, cluster, reason; values programs, factor)
 
 	// Faults on purpose (the scenario's faults timeline, launch/wiring).
 	EventFault       = "fault"       // a fault was applied (fields kind, target, peer; values latency_factor, bandwidth_factor)
@@ -61,6 +62,8 @@ const (
 	FaultHeal      = "heal"
 	FaultDegrade   = "degrade"
 	FaultRestore   = "restore"
+	FaultLoad      = "load"
+	FaultUnload    = "unload"
 )
 
 // Name is the cause as results and events.jsonl spell it: the enum's name

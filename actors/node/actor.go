@@ -48,8 +48,9 @@ type rank struct {
 type rankFinished struct{ r *rank }
 
 type node struct {
-	cfg Config
-	cur *rank
+	cfg  Config
+	cur  *rank
+	load *comm.Load // the node's competing load; every rank it runs computes under it
 }
 
 // Props returns the props of a node actor.
@@ -60,7 +61,7 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Egress == nil {
 		cfg.Egress = netem.Passthrough{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg} })
+	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg, load: comm.NewLoad()} })
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -73,6 +74,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.abort(ctx, x)
 	case *msg.ResizeRanks:
 		n.resize(ctx, x)
+	case *msg.NodeLoad:
+		n.setLoad(x)
 	case *rankFinished:
 		// Matched on the rank itself: a late notice of an earlier rank of
 		// the same job must not free a newer one.
@@ -106,7 +109,7 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 	ep, err := comm.Listen(rctx, comm.Options{
 		JobID: s.JobId, Rank: int(s.Rank), Cluster: n.cfg.Cluster,
 		Speed: n.cfg.Speed, Processors: n.cfg.Processors, Dilation: n.cfg.Dilation,
-		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe,
+		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe, Load: n.load,
 	}, n.cfg.ListenHost+":0")
 	if err != nil {
 		cancel()
@@ -191,6 +194,23 @@ func (n *node) control(r *rank) *apps.Control {
 	}, func(p int) {
 		root.Send(r.runner, &msg.AppRelease{JobId: r.job, Rank: r.rank, Processors: int32(p)})
 	})
+}
+
+// setLoad puts the load's programs on the node: its ranks' computation
+// stretches by the share of the processors they lose to them
+// (comm.ShareFactor over the node's processors), from their next Compute
+// on. The event records it with the job it slows, if any.
+func (n *node) setLoad(x *msg.NodeLoad) {
+	f := comm.ShareFactor(n.cfg.Processors, int(x.Programs))
+	n.load.Set(f)
+	job := ""
+	if n.cur != nil {
+		job = n.cur.job
+	}
+	ev := n.cfg.Env.Event(msg.EventNodeLoad, "node", job)
+	ev.Fields = map[string]string{"node": n.cfg.Name, "cluster": n.cfg.Cluster, "reason": x.Reason}
+	ev.Values = map[string]float64{"programs": float64(x.Programs), "factor": f}
+	n.cfg.Env.Emit(ev)
 }
 
 // resize hands a resize order to the rank: a running rank applies it at its
