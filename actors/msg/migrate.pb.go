@@ -80,14 +80,740 @@ func (x *NodeLoad) GetReason() string {
 	return ""
 }
 
+// Layout is a block-cyclic distribution of a rows x cols matrix over a
+// procs_rows x procs_cols process grid with nb x nb blocks (nodes/srs).
+type Layout struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          int32                  `protobuf:"varint,120,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          int32                  `protobuf:"varint,121,opt,name=cols,proto3" json:"cols,omitempty"`
+	ProcsRows     int32                  `protobuf:"varint,122,opt,name=procs_rows,json=procsRows,proto3" json:"procs_rows,omitempty"`
+	ProcsCols     int32                  `protobuf:"varint,123,opt,name=procs_cols,json=procsCols,proto3" json:"procs_cols,omitempty"`
+	Nb            int32                  `protobuf:"varint,124,opt,name=nb,proto3" json:"nb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Layout) Reset() {
+	*x = Layout{}
+	mi := &file_migrate_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Layout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Layout) ProtoMessage() {}
+
+func (x *Layout) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Layout.ProtoReflect.Descriptor instead.
+func (*Layout) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Layout) GetRows() int32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *Layout) GetCols() int32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *Layout) GetProcsRows() int32 {
+	if x != nil {
+		return x.ProcsRows
+	}
+	return 0
+}
+
+func (x *Layout) GetProcsCols() int32 {
+	if x != nil {
+		return x.ProcsCols
+	}
+	return 0
+}
+
+func (x *Layout) GetNb() int32 {
+	if x != nil {
+		return x.Nb
+	}
+	return 0
+}
+
+// PhaseDone: node -> runner: a checkpointable rank finished a phase at its
+// safe point (the contract monitor's sample).
+type PhaseDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Rank          int32                  `protobuf:"varint,121,opt,name=rank,proto3" json:"rank,omitempty"`
+	Phase         int32                  `protobuf:"varint,122,opt,name=phase,proto3" json:"phase,omitempty"`
+	TookS         float64                `protobuf:"fixed64,123,opt,name=took_s,json=tookS,proto3" json:"took_s,omitempty"` // scenario seconds
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PhaseDone) Reset() {
+	*x = PhaseDone{}
+	mi := &file_migrate_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PhaseDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PhaseDone) ProtoMessage() {}
+
+func (x *PhaseDone) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PhaseDone.ProtoReflect.Descriptor instead.
+func (*PhaseDone) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PhaseDone) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *PhaseDone) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *PhaseDone) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *PhaseDone) GetTookS() float64 {
+	if x != nil {
+		return x.TookS
+	}
+	return 0
+}
+
+// StopRank: runner -> node: stop the job's rank at its next safe point and
+// write its checkpoint (SRS).
+type StopRank struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,121,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRank) Reset() {
+	*x = StopRank{}
+	mi := &file_migrate_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRank) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRank) ProtoMessage() {}
+
+func (x *StopRank) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRank.ProtoReflect.Descriptor instead.
+func (*StopRank) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *StopRank) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *StopRank) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// RankStopped: node -> runner, before the rank's RankDone: the rank wrote
+// its checkpoint after `phase` phases; the node's depot at depot_addr
+// serves it.
+type RankStopped struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Rank          int32                  `protobuf:"varint,121,opt,name=rank,proto3" json:"rank,omitempty"`
+	Node          string                 `protobuf:"bytes,122,opt,name=node,proto3" json:"node,omitempty"`
+	Cluster       string                 `protobuf:"bytes,123,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Phase         int32                  `protobuf:"varint,124,opt,name=phase,proto3" json:"phase,omitempty"`
+	DepotAddr     string                 `protobuf:"bytes,125,opt,name=depot_addr,json=depotAddr,proto3" json:"depot_addr,omitempty"`
+	Layout        *Layout                `protobuf:"bytes,126,opt,name=layout,proto3" json:"layout,omitempty"`
+	WriteS        float64                `protobuf:"fixed64,127,opt,name=write_s,json=writeS,proto3" json:"write_s,omitempty"` // scenario seconds the write took
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankStopped) Reset() {
+	*x = RankStopped{}
+	mi := &file_migrate_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankStopped) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankStopped) ProtoMessage() {}
+
+func (x *RankStopped) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankStopped.ProtoReflect.Descriptor instead.
+func (*RankStopped) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RankStopped) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RankStopped) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *RankStopped) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RankStopped) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *RankStopped) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *RankStopped) GetDepotAddr() string {
+	if x != nil {
+		return x.DepotAddr
+	}
+	return ""
+}
+
+func (x *RankStopped) GetLayout() *Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
+func (x *RankStopped) GetWriteS() float64 {
+	if x != nil {
+		return x.WriteS
+	}
+	return 0
+}
+
+// CheckpointSource: one old rank's checkpoint: its node's depot.
+type CheckpointSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rank          int32                  `protobuf:"varint,120,opt,name=rank,proto3" json:"rank,omitempty"`
+	DepotAddr     string                 `protobuf:"bytes,121,opt,name=depot_addr,json=depotAddr,proto3" json:"depot_addr,omitempty"`
+	Cluster       string                 `protobuf:"bytes,122,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointSource) Reset() {
+	*x = CheckpointSource{}
+	mi := &file_migrate_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointSource) ProtoMessage() {}
+
+func (x *CheckpointSource) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointSource.ProtoReflect.Descriptor instead.
+func (*CheckpointSource) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CheckpointSource) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *CheckpointSource) GetDepotAddr() string {
+	if x != nil {
+		return x.DepotAddr
+	}
+	return ""
+}
+
+func (x *CheckpointSource) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+// RankRestart: runner -> node, right after StartRank: the rank resumes at
+// `phase` from the checkpoint of the old ranks, held under `layout`, read
+// from their depots and redistributed onto the new ranks.
+type RankRestart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Phase         int32                  `protobuf:"varint,121,opt,name=phase,proto3" json:"phase,omitempty"`
+	Layout        *Layout                `protobuf:"bytes,122,opt,name=layout,proto3" json:"layout,omitempty"`
+	Sources       []*CheckpointSource    `protobuf:"bytes,123,rep,name=sources,proto3" json:"sources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankRestart) Reset() {
+	*x = RankRestart{}
+	mi := &file_migrate_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankRestart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankRestart) ProtoMessage() {}
+
+func (x *RankRestart) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankRestart.ProtoReflect.Descriptor instead.
+func (*RankRestart) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RankRestart) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RankRestart) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *RankRestart) GetLayout() *Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
+func (x *RankRestart) GetSources() []*CheckpointSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+// MigrationRequest: runner -> rescheduler: the contract monitor asks for a
+// migration of a running checkpointable job.
+type MigrationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	App           string                 `protobuf:"bytes,121,opt,name=app,proto3" json:"app,omitempty"`
+	Args          map[string]float64     `protobuf:"bytes,122,rep,name=args,proto3" json:"args,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	Cluster       string                 `protobuf:"bytes,123,opt,name=cluster,proto3" json:"cluster,omitempty"`                                 // where it runs (one cluster)
+	Size          int32                  `protobuf:"varint,124,opt,name=size,proto3" json:"size,omitempty"`                                      // nodes
+	Phase         int32                  `protobuf:"varint,125,opt,name=phase,proto3" json:"phase,omitempty"`                                    // phases done
+	AverageRatio  float64                `protobuf:"fixed64,126,opt,name=average_ratio,json=averageRatio,proto3" json:"average_ratio,omitempty"` // measured over predicted, all phases so far
+	Runner        *Pid                   `protobuf:"bytes,127,opt,name=runner,proto3" json:"runner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrationRequest) Reset() {
+	*x = MigrationRequest{}
+	mi := &file_migrate_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrationRequest) ProtoMessage() {}
+
+func (x *MigrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrationRequest.ProtoReflect.Descriptor instead.
+func (*MigrationRequest) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *MigrationRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *MigrationRequest) GetApp() string {
+	if x != nil {
+		return x.App
+	}
+	return ""
+}
+
+func (x *MigrationRequest) GetArgs() map[string]float64 {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *MigrationRequest) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *MigrationRequest) GetSize() int32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *MigrationRequest) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *MigrationRequest) GetAverageRatio() float64 {
+	if x != nil {
+		return x.AverageRatio
+	}
+	return 0
+}
+
+func (x *MigrationRequest) GetRunner() *Pid {
+	if x != nil {
+		return x.Runner
+	}
+	return nil
+}
+
+// MigrationDecision: rescheduler -> runner.
+type MigrationDecision struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Migrate       bool                   `protobuf:"varint,121,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	Cluster       string                 `protobuf:"bytes,122,opt,name=cluster,proto3" json:"cluster,omitempty"` // the target
+	Size          int32                  `protobuf:"varint,123,opt,name=size,proto3" json:"size,omitempty"`
+	Gain          float64                `protobuf:"fixed64,124,opt,name=gain,proto3" json:"gain,omitempty"`
+	HereS         float64                `protobuf:"fixed64,125,opt,name=here_s,json=hereS,proto3" json:"here_s,omitempty"`
+	ThereS        float64                `protobuf:"fixed64,126,opt,name=there_s,json=thereS,proto3" json:"there_s,omitempty"`
+	CostS         float64                `protobuf:"fixed64,127,opt,name=cost_s,json=costS,proto3" json:"cost_s,omitempty"` // the cost model's estimate
+	CostModel     string                 `protobuf:"bytes,128,opt,name=cost_model,json=costModel,proto3" json:"cost_model,omitempty"`
+	Reason        string                 `protobuf:"bytes,129,opt,name=reason,proto3" json:"reason,omitempty"`
+	Forced        bool                   `protobuf:"varint,130,opt,name=forced,proto3" json:"forced,omitempty"` // the decision was forced opposite to the rule
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrationDecision) Reset() {
+	*x = MigrationDecision{}
+	mi := &file_migrate_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrationDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrationDecision) ProtoMessage() {}
+
+func (x *MigrationDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrationDecision.ProtoReflect.Descriptor instead.
+func (*MigrationDecision) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MigrationDecision) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *MigrationDecision) GetMigrate() bool {
+	if x != nil {
+		return x.Migrate
+	}
+	return false
+}
+
+func (x *MigrationDecision) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *MigrationDecision) GetSize() int32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *MigrationDecision) GetGain() float64 {
+	if x != nil {
+		return x.Gain
+	}
+	return 0
+}
+
+func (x *MigrationDecision) GetHereS() float64 {
+	if x != nil {
+		return x.HereS
+	}
+	return 0
+}
+
+func (x *MigrationDecision) GetThereS() float64 {
+	if x != nil {
+		return x.ThereS
+	}
+	return 0
+}
+
+func (x *MigrationDecision) GetCostS() float64 {
+	if x != nil {
+		return x.CostS
+	}
+	return 0
+}
+
+func (x *MigrationDecision) GetCostModel() string {
+	if x != nil {
+		return x.CostModel
+	}
+	return ""
+}
+
+func (x *MigrationDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *MigrationDecision) GetForced() bool {
+	if x != nil {
+		return x.Forced
+	}
+	return false
+}
+
 var File_migrate_proto protoreflect.FileDescriptor
 
 const file_migrate_proto_rawDesc = "" +
 	"\n" +
-	"\rmigrate.proto\x12\x05koala\">\n" +
+	"\rmigrate.proto\x12\x05koala\x1a\vkoala.proto\">\n" +
 	"\bNodeLoad\x12\x1a\n" +
 	"\bprograms\x18x \x01(\x05R\bprograms\x12\x16\n" +
-	"\x06reason\x18y \x01(\tR\x06reasonB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
+	"\x06reason\x18y \x01(\tR\x06reason\"~\n" +
+	"\x06Layout\x12\x12\n" +
+	"\x04rows\x18x \x01(\x05R\x04rows\x12\x12\n" +
+	"\x04cols\x18y \x01(\x05R\x04cols\x12\x1d\n" +
+	"\n" +
+	"procs_rows\x18z \x01(\x05R\tprocsRows\x12\x1d\n" +
+	"\n" +
+	"procs_cols\x18{ \x01(\x05R\tprocsCols\x12\x0e\n" +
+	"\x02nb\x18| \x01(\x05R\x02nb\"c\n" +
+	"\tPhaseDone\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04rank\x18y \x01(\x05R\x04rank\x12\x14\n" +
+	"\x05phase\x18z \x01(\x05R\x05phase\x12\x15\n" +
+	"\x06took_s\x18{ \x01(\x01R\x05tookS\"9\n" +
+	"\bStopRank\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18y \x01(\tR\x06reason\"\xdb\x01\n" +
+	"\vRankStopped\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04rank\x18y \x01(\x05R\x04rank\x12\x12\n" +
+	"\x04node\x18z \x01(\tR\x04node\x12\x18\n" +
+	"\acluster\x18{ \x01(\tR\acluster\x12\x14\n" +
+	"\x05phase\x18| \x01(\x05R\x05phase\x12\x1d\n" +
+	"\n" +
+	"depot_addr\x18} \x01(\tR\tdepotAddr\x12%\n" +
+	"\x06layout\x18~ \x01(\v2\r.koala.LayoutR\x06layout\x12\x17\n" +
+	"\awrite_s\x18\x7f \x01(\x01R\x06writeS\"_\n" +
+	"\x10CheckpointSource\x12\x12\n" +
+	"\x04rank\x18x \x01(\x05R\x04rank\x12\x1d\n" +
+	"\n" +
+	"depot_addr\x18y \x01(\tR\tdepotAddr\x12\x18\n" +
+	"\acluster\x18z \x01(\tR\acluster\"\x94\x01\n" +
+	"\vRankRestart\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05phase\x18y \x01(\x05R\x05phase\x12%\n" +
+	"\x06layout\x18z \x01(\v2\r.koala.LayoutR\x06layout\x121\n" +
+	"\asources\x18{ \x03(\v2\x17.koala.CheckpointSourceR\asources\"\xb8\x02\n" +
+	"\x10MigrationRequest\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x10\n" +
+	"\x03app\x18y \x01(\tR\x03app\x125\n" +
+	"\x04args\x18z \x03(\v2!.koala.MigrationRequest.ArgsEntryR\x04args\x12\x18\n" +
+	"\acluster\x18{ \x01(\tR\acluster\x12\x12\n" +
+	"\x04size\x18| \x01(\x05R\x04size\x12\x14\n" +
+	"\x05phase\x18} \x01(\x05R\x05phase\x12#\n" +
+	"\raverage_ratio\x18~ \x01(\x01R\faverageRatio\x12\"\n" +
+	"\x06runner\x18\x7f \x01(\v2\n" +
+	".koala.PidR\x06runner\x1a7\n" +
+	"\tArgsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x9f\x02\n" +
+	"\x11MigrationDecision\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x18\n" +
+	"\amigrate\x18y \x01(\bR\amigrate\x12\x18\n" +
+	"\acluster\x18z \x01(\tR\acluster\x12\x12\n" +
+	"\x04size\x18{ \x01(\x05R\x04size\x12\x12\n" +
+	"\x04gain\x18| \x01(\x01R\x04gain\x12\x15\n" +
+	"\x06here_s\x18} \x01(\x01R\x05hereS\x12\x17\n" +
+	"\athere_s\x18~ \x01(\x01R\x06thereS\x12\x15\n" +
+	"\x06cost_s\x18\x7f \x01(\x01R\x05costS\x12\x1e\n" +
+	"\n" +
+	"cost_model\x18\x80\x01 \x01(\tR\tcostModel\x12\x17\n" +
+	"\x06reason\x18\x81\x01 \x01(\tR\x06reason\x12\x17\n" +
+	"\x06forced\x18\x82\x01 \x01(\bR\x06forcedB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
 
 var (
 	file_migrate_proto_rawDescOnce sync.Once
@@ -101,16 +827,31 @@ func file_migrate_proto_rawDescGZIP() []byte {
 	return file_migrate_proto_rawDescData
 }
 
-var file_migrate_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_migrate_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_migrate_proto_goTypes = []any{
-	(*NodeLoad)(nil), // 0: koala.NodeLoad
+	(*NodeLoad)(nil),          // 0: koala.NodeLoad
+	(*Layout)(nil),            // 1: koala.Layout
+	(*PhaseDone)(nil),         // 2: koala.PhaseDone
+	(*StopRank)(nil),          // 3: koala.StopRank
+	(*RankStopped)(nil),       // 4: koala.RankStopped
+	(*CheckpointSource)(nil),  // 5: koala.CheckpointSource
+	(*RankRestart)(nil),       // 6: koala.RankRestart
+	(*MigrationRequest)(nil),  // 7: koala.MigrationRequest
+	(*MigrationDecision)(nil), // 8: koala.MigrationDecision
+	nil,                       // 9: koala.MigrationRequest.ArgsEntry
+	(*Pid)(nil),               // 10: koala.Pid
 }
 var file_migrate_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1,  // 0: koala.RankStopped.layout:type_name -> koala.Layout
+	1,  // 1: koala.RankRestart.layout:type_name -> koala.Layout
+	5,  // 2: koala.RankRestart.sources:type_name -> koala.CheckpointSource
+	9,  // 3: koala.MigrationRequest.args:type_name -> koala.MigrationRequest.ArgsEntry
+	10, // 4: koala.MigrationRequest.runner:type_name -> koala.Pid
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_migrate_proto_init() }
@@ -118,13 +859,14 @@ func file_migrate_proto_init() {
 	if File_migrate_proto != nil {
 		return
 	}
+	file_koala_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_migrate_proto_rawDesc), len(file_migrate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -43,14 +44,17 @@ type rank struct {
 	cancel  context.CancelFunc
 	running bool          // the rank's goroutine owns reporting
 	ctl     *apps.Control // a malleable application's resize control
+	stop    atomic.Bool   // a checkpointable rank stops at its next safe point
+	restart *msg.RankRestart
 }
 
 type rankFinished struct{ r *rank }
 
 type node struct {
-	cfg  Config
-	cur  *rank
-	load *comm.Load // the node's competing load; every rank it runs computes under it
+	cfg   Config
+	cur   *rank
+	load  *comm.Load // the node's competing load; every rank it runs computes under it
+	depot *depot     // the node's checkpoints (SRS)
 }
 
 // Props returns the props of a node actor.
@@ -61,7 +65,7 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Egress == nil {
 		cfg.Egress = netem.Passthrough{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg, load: comm.NewLoad()} })
+	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg, load: comm.NewLoad(), depot: &depot{egress: cfg.Egress}} })
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -76,6 +80,14 @@ func (n *node) Receive(ctx actor.Context) {
 		n.resize(ctx, x)
 	case *msg.NodeLoad:
 		n.setLoad(x)
+	case *msg.StopRank:
+		if n.cur != nil && n.cur.job == x.JobId {
+			n.cur.stop.Store(true)
+		}
+	case *msg.RankRestart:
+		if n.cur != nil && n.cur.job == x.JobId && !n.cur.running {
+			n.cur.restart = x
+		}
 	case *rankFinished:
 		// Matched on the rank itself: a late notice of an earlier rank of
 		// the same job must not free a newer one.
@@ -87,6 +99,8 @@ func (n *node) Receive(ctx actor.Context) {
 			n.cur.cancel()
 			_ = n.cur.ep.Close() // the rank's goroutine reports the failure
 		}
+	case *actor.Stopped:
+		n.depot.close()
 	}
 }
 
@@ -150,6 +164,8 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 		var res apps.Result
 		if m, ok := r.app.(apps.Malleable); ok {
 			res, err = m.RunMalleable(r.ctx, c, r.params, r.ctl, nil)
+		} else if cp, ok := r.app.(apps.Checkpointable); ok {
+			res, err = cp.RunSRS(r.ctx, c, r.params, rankSRS{n: n, r: r})
 		} else {
 			res, err = r.app.Run(r.ctx, c, r.params)
 		}
