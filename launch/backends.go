@@ -28,7 +28,7 @@ type inproc struct{}
 func (inproc) Name() string { return "inproc" }
 
 func (inproc) Capabilities() Capabilities {
-	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, Faults: []string{
+	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, Migration: true, Faults: []string{
 		scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore,
 		scenarios.FaultLoad, scenarios.FaultUnload}}
 }

@@ -143,3 +143,37 @@ func TestFaultsExpand(t *testing.T) {
 		t.Errorf("fail: %v %+v", err, p)
 	}
 }
+
+// policy.migration is validated field by field and expands with its
+// defaults.
+func TestMigrationPolicy(t *testing.T) {
+	bad := []struct{ block, want string }{
+		{"{cost_model: guess}", `policy.migration.cost_model: unknown cost model "guess" (known: predicted, worst-case)`},
+		{"{threshold: 1}", "policy.migration.threshold: must be in [0, 1), got 1"},
+		{"{force: always}", `policy.migration.force: must be opposite (or absent: the rule decides), got "always"`},
+		{"{upper: 0.5}", "policy.migration.upper: must be in (1, 1000], got 0.5"},
+		{"{lower: 0}", "policy.migration.lower: must be in (0, 1), got 0"},
+	}
+	for _, tc := range bad {
+		doc := strings.Replace(base, "policy:\n", "policy:\n  migration: "+tc.block+"\n", 1)
+		s, err := Parse([]byte(doc), "m")
+		if err == nil {
+			err = s.Validate(fakeEnv())
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want %q, got %v", tc.block, tc.want, err)
+		}
+	}
+	doc := strings.Replace(base, "policy:\n", "policy:\n  migration: {force: opposite}\n", 1)
+	s, err := Parse([]byte(doc), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand(fakeEnv(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Policy.Migration; m == nil || m.CostModel != "predicted" || m.Threshold != 0.3 || !m.Invert || m.Upper != 2 || m.Lower != 0.7 {
+		t.Errorf("migration %+v", p.Policy.Migration)
+	}
+}

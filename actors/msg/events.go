@@ -40,6 +40,12 @@ const (
 	EventUnreachable = "unreachable" // the information service marked a cluster unreachable (partition)
 	EventReachable   = "reachable"   // the information service marked a cluster reachable again (heal)
 
+	// Migration (actors/runner's contract monitor, actors/rescheduler).
+	EventContractViolation = "contract_violation" // a job's phases ran persistently slower than predicted (values phase, ratio, average, upper)
+	EventMigrationDecision = "migration_decision" // the rescheduler answered a request (fields from, to, migrate, reason, cost_model, forced; values gain, here_s, there_s, cost_s)
+	EventMigrationStop     = "migration_stop"     // a job's ranks stopped and checkpointed for a move (values phase, write_s)
+	EventMigrated          = "migrated"           // a migrated job runs again (fields from, to, cost_model; values phase, gain, predicted_cost_s, measured_cost_s)
+
 	// EventInvariantViolation: an invariant check failed (fields invariant,
 	// detail; actors/invariant).
 	EventInvariantViolation = "invariant_violation"

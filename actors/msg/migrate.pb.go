@@ -529,6 +529,7 @@ type MigrationRequest struct {
 	Phase         int32                  `protobuf:"varint,125,opt,name=phase,proto3" json:"phase,omitempty"`                                    // phases done
 	AverageRatio  float64                `protobuf:"fixed64,126,opt,name=average_ratio,json=averageRatio,proto3" json:"average_ratio,omitempty"` // measured over predicted, all phases so far
 	Runner        *Pid                   `protobuf:"bytes,127,opt,name=runner,proto3" json:"runner,omitempty"`
+	Ratio         float64                `protobuf:"fixed64,128,opt,name=ratio,proto3" json:"ratio,omitempty"` // measured over predicted, the last phase: the pace now
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -617,6 +618,13 @@ func (x *MigrationRequest) GetRunner() *Pid {
 		return x.Runner
 	}
 	return nil
+}
+
+func (x *MigrationRequest) GetRatio() float64 {
+	if x != nil {
+		return x.Ratio
+	}
+	return 0
 }
 
 // MigrationDecision: rescheduler -> runner.
@@ -787,7 +795,7 @@ const file_migrate_proto_rawDesc = "" +
 	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05phase\x18y \x01(\x05R\x05phase\x12%\n" +
 	"\x06layout\x18z \x01(\v2\r.koala.LayoutR\x06layout\x121\n" +
-	"\asources\x18{ \x03(\v2\x17.koala.CheckpointSourceR\asources\"\xb8\x02\n" +
+	"\asources\x18{ \x03(\v2\x17.koala.CheckpointSourceR\asources\"\xcf\x02\n" +
 	"\x10MigrationRequest\x12\x15\n" +
 	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x10\n" +
 	"\x03app\x18y \x01(\tR\x03app\x125\n" +
@@ -797,7 +805,8 @@ const file_migrate_proto_rawDesc = "" +
 	"\x05phase\x18} \x01(\x05R\x05phase\x12#\n" +
 	"\raverage_ratio\x18~ \x01(\x01R\faverageRatio\x12\"\n" +
 	"\x06runner\x18\x7f \x01(\v2\n" +
-	".koala.PidR\x06runner\x1a7\n" +
+	".koala.PidR\x06runner\x12\x15\n" +
+	"\x05ratio\x18\x80\x01 \x01(\x01R\x05ratio\x1a7\n" +
 	"\tArgsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x9f\x02\n" +

@@ -114,6 +114,10 @@ func (d *depot) serve(ln net.Listener) {
 
 // answer reads one request and writes the part asked for (8-byte length,
 // then the bytes; a length of 2^64-1 and an error text when it cannot).
+// The request comes unshaped (it is small, and says which cluster the
+// asking node is in); the answer goes through the node's egress to that
+// cluster, framed by the shaper (the asking side reads it through its
+// own).
 func (d *depot) answer(c net.Conn) error {
 	var n uint32
 	if err := binary.Read(c, binary.LittleEndian, &n); err != nil || n > 1<<16 {
@@ -163,8 +167,9 @@ func (d *depot) part(req fetchRequest) ([]byte, error) {
 }
 
 // fetch reads new rank `to`'s part of old rank `from`'s checkpoint from
-// the depot at addr.
-func fetch(ctx context.Context, addr string, req fetchRequest) ([]byte, error) {
+// the depot at addr; the answer is read through egress (both ends of a
+// shaped connection are wrapped).
+func fetch(ctx context.Context, addr string, egress netem.Egress, srcCluster string, req fetchRequest) ([]byte, error) {
 	var dl net.Dialer
 	c, err := dl.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -183,24 +188,25 @@ func fetch(ctx context.Context, addr string, req fetchRequest) ([]byte, error) {
 	if _, err := c.Write(b); err != nil {
 		return nil, err
 	}
+	rc := egress.Wrap(c, srcCluster)
 	var n uint64
-	if err := binary.Read(c, binary.LittleEndian, &n); err != nil {
+	if err := binary.Read(rc, binary.LittleEndian, &n); err != nil {
 		return nil, err
 	}
 	if n == ^uint64(0) {
 		var l uint32
-		if err := binary.Read(c, binary.LittleEndian, &l); err != nil || l > 1<<16 {
+		if err := binary.Read(rc, binary.LittleEndian, &l); err != nil || l > 1<<16 {
 			return nil, errors.New("depot refused")
 		}
 		t := make([]byte, l)
-		_, _ = io.ReadFull(c, t)
+		_, _ = io.ReadFull(rc, t)
 		return nil, fmt.Errorf("depot %s: %s", addr, t)
 	}
 	if n > 1<<34 {
 		return nil, fmt.Errorf("depot %s: part of %d bytes", addr, n)
 	}
 	out := make([]byte, n)
-	_, err = io.ReadFull(c, out)
+	_, err = io.ReadFull(rc, out)
 	return out, err
 }
 
@@ -221,9 +227,9 @@ func (s rankSRS) Restart(ctx context.Context, c *comm.Comm, layout srs.Distribut
 	if err != nil {
 		return 0, nil, false, err
 	}
-	addr := map[int]string{}
+	addr, cluster := map[int]string{}, map[int]string{}
 	for _, src := range rs.Sources {
-		addr[int(src.Rank)] = src.DepotAddr
+		addr[int(src.Rank)], cluster[int(src.Rank)] = src.DepotAddr, src.Cluster
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -236,7 +242,7 @@ func (s rankSRS) Restart(ctx context.Context, c *comm.Comm, layout srs.Distribut
 		wg.Add(1)
 		go func(from int) {
 			defer wg.Done()
-			b, err := fetch(ctx, addr[from], fetchRequest{Job: s.r.job, From: from, To: c.Rank(), Cluster: s.n.cfg.Cluster, Layout: gridOf(layout)})
+			b, err := fetch(ctx, addr[from], s.n.cfg.Egress, cluster[from], fetchRequest{Job: s.r.job, From: from, To: c.Rank(), Cluster: s.n.cfg.Cluster, Layout: gridOf(layout)})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -30,7 +30,8 @@ import (
 // from "seed", and every phase updates the columns it factors (x -> x/2 +
 // phase, elementwise: the emulated factorisation's stand-in, cheap and the
 // same whatever the distribution), so Value, the checksum of the final
-// matrix (srs.Checksum, its top 53 bits), is the same for every process
+// matrix (srs.Checksum, its top 32 bits: exact in a float64 and in
+// events.jsonl's rounding), is the same for every process
 // count and for a run stopped and restarted anywhere, and differs if a
 // checkpoint lost or misplaced a byte.
 //
@@ -229,7 +230,7 @@ func (x QR) RunSRS(ctx context.Context, c *comm.Comm, p Params, rt SRS) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("qr: checksum: %w", err)
 	}
-	return Result{Iterations: len(phases) - from, Value: float64(sum >> 11)}, nil
+	return Result{Iterations: len(phases) - from, Value: float64(sum >> 32)}, nil
 }
 
 // qrRank is one rank's run.
