@@ -53,6 +53,10 @@ type Capabilities struct {
 	// applies (kill, partition, heal, degrade, restore); Check refuses a
 	// plan with any other.
 	Faults []string `json:"faults,omitempty"`
+	// Migration: the rescheduler runs and checkpointable jobs migrate
+	// (policy.migration): ranks stop, checkpoints cross the links, jobs
+	// restart elsewhere.
+	Migration bool `json:"migration"`
 	// Simulated: nothing real runs; a virtual clock jumps from event to
 	// event and a performance model predicts jobs' executions from the
 	// link matrix (links are modelled, not shaped).
@@ -81,6 +85,9 @@ func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 	}
 	if plan != nil && plan.Batch != nil && !c.BatchGrid {
 		return fmt.Errorf("batch: the %s backend cannot run a batch grid (batch clusters fed by SWF traces); use --backend sim or inproc", b.Name())
+	}
+	if plan != nil && plan.Policy.Migration != nil && !c.Migration {
+		return fmt.Errorf("policy.migration: the %s backend cannot migrate running jobs (stop, checkpoint transfer and restart run on inproc only)", b.Name())
 	}
 	if plan != nil && plan.Policy.Malleability != nil && !c.Malleability {
 		return fmt.Errorf("policy.malleability: the %s backend cannot run the malleability manager and malleable runners", b.Name())

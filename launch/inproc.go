@@ -147,6 +147,9 @@ func (r *inprocRun) peers() wiring.Peers {
 	for _, c := range r.plan.Clusters {
 		p.Clusters[c.Name] = r.system.NewLocalPID(wiring.ClusterActor(c.Name))
 	}
+	if r.plan.Policy.Migration != nil {
+		p.Rescheduler = r.system.NewLocalPID(wiring.ActorRescheduler)
+	}
 	return p
 }
 
@@ -171,6 +174,9 @@ func (r *inprocRun) spawnRoles(ctx context.Context, ready chan struct{}) error {
 		return err
 	}
 	if err := r.spawn(r.spec.KIS(r.env, p, ready), wiring.ActorKIS); err != nil {
+		return err
+	}
+	if err := r.spawnRescheduler(); err != nil {
 		return err
 	}
 	nodes := 0

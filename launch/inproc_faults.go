@@ -121,4 +121,19 @@ func (f *inprocFaults) SetLink(a, b string, l netem.Link) error {
 	return errors.Join(errs...)
 }
 
-var _ wiring.FaultApplier = (*inprocFaults)(nil)
+// Load tells the node actor how many loading programs now share it (its
+// ranks' computation stretches accordingly; nothing spins). A killed node
+// is left alone.
+func (f *inprocFaults) Load(node, _ string, programs int) error {
+	name := wiring.NodeActor(node)
+	if f.isKilled(name) {
+		return nil
+	}
+	f.r.system.Root.Send(f.r.system.NewLocalPID(name), &msg.NodeLoad{Programs: int32(programs), Reason: "faults timeline"})
+	return nil
+}
+
+var (
+	_ wiring.FaultApplier = (*inprocFaults)(nil)
+	_ wiring.LoadApplier  = (*inprocFaults)(nil)
+)

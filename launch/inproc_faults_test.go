@@ -99,6 +99,45 @@ func TestInprocPartitionHeals(t *testing.T) {
 	}
 }
 
+// Loading programs on a cluster's nodes stretch the computation of the job
+// running there while they last, and only there: the leiden job computes
+// at half speed from 50 s to 150 s and takes about 50 s longer than the
+// vrije job; every node records its load and its unload.
+func TestInprocLoadSlowsJob(t *testing.T) {
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-load.yaml")))
+	res, dir := runInTemp(t, plan, Options{}, 2*time.Minute)
+	exec := map[string]float64{}
+	for _, j := range res.Jobs {
+		if j.Status != results.StatusCompleted {
+			t.Fatalf("job %s: %s %q", j.ID, j.Status, j.Reason)
+		}
+		exec[strings.SplitN(j.Components, ":", 2)[0]] = j.End - j.Start
+	}
+	lei, vu := exec["leiden"], exec["vrije"]
+	if vu < 195 || vu > 215 {
+		t.Errorf("unloaded vrije job ran %.1f s, want about 200", vu)
+	}
+	if d := lei - vu; d < 40 || d > 60 {
+		t.Errorf("loaded leiden job ran %.1f s, %.1f s longer than the vrije job; want about 50 s longer", lei, d)
+	}
+	var kinds []string
+	for _, a := range res.Summary.Faults.Applied {
+		kinds = append(kinds, a.Kind)
+		if a.Error != "" {
+			t.Errorf("fault %+v not applied", a)
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "load,unload" {
+		t.Errorf("faults applied: %s", got)
+	}
+	if n := readEvents(t, dir)[msg.EventNodeLoad]; n != 4 {
+		t.Errorf("%d node_load events, want 4 (2 leiden nodes loaded and unloaded)", n)
+	}
+	if !res.Summary.Books.Balanced() {
+		t.Errorf("books: %v", res.Summary.Books.Err())
+	}
+}
+
 // A backend that cannot apply a kind of fault refuses the plan before
 // anything starts, naming the entry: the grid backends kill only, the sim
 // backend applies nothing.
@@ -123,6 +162,17 @@ func TestCheckRefusesFaults(t *testing.T) {
 			if errPart == nil || !strings.Contains(errPart.Error(), "faults[0]: the "+b.Name()+" backend cannot apply partition faults (it applies: kill") {
 				t.Errorf("%s: want a refusal naming faults[0], got %v", b.Name(), errPart)
 			}
+		}
+	}
+	load := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-load.yaml")))
+	for _, b := range Backends() {
+		err := Check(b, load, Options{})
+		if b.Name() == "inproc" {
+			if err != nil {
+				t.Errorf("inproc refuses load: %v", err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), "faults[0]: the "+b.Name()+" backend cannot apply load faults") {
+			t.Errorf("%s: want a refusal of the load naming faults[0], got %v", b.Name(), err)
 		}
 	}
 	_, err := RunSim(context.Background(), kill, Options{})

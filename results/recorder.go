@@ -92,7 +92,10 @@ type Recorder struct {
 	util     []UtilSample
 	resizes  []ResizeOp
 	faults   []FaultRecord
-	detected []detection
+	// migrations and declined migration requests (migrations.go).
+	migrations []Migration
+	declined   int
+	detected   []detection
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -155,6 +158,12 @@ func (r *Recorder) Record(ev *msg.Event) {
 			Local: v["local"], Koala: v["koala"], Malleable: v["malleable"], Rigid: v["rigid"]})
 	case msg.EventFault:
 		r.faults = append(r.faults, faultRecord(ev))
+	case msg.EventMigrated:
+		r.migrations = append(r.migrations, migrationRecord(ev))
+	case msg.EventMigrationDecision:
+		if ev.Fields["migrate"] != "true" {
+			r.declined++
+		}
 	case msg.EventNodeDown:
 		r.detected = append(r.detected, detection{kind: msg.FaultKill, target: ev.Fields["node"], ts: ev.TS, job: ev.JobId})
 	case msg.EventUnreachable:
@@ -189,6 +198,14 @@ func (r *Recorder) fold(ev *msg.Event) {
 			j.Nominal = r.nominal(j.App, j.Size)
 		}
 	case msg.EventPlaced:
+		if j.Start >= 0 {
+			// A migrated job placed again: its record keeps its first
+			// placement and start, and its components become where it
+			// runs now (results.json's migrations list the moves).
+			j.Components = ev.Fields["components"]
+			j.Clusters = int(ev.Values["clusters"])
+			return
+		}
 		j.Placement = ev.TS
 		j.Components = ev.Fields["components"]
 		j.Clusters = int(ev.Values["clusters"])
@@ -322,6 +339,9 @@ func eventJSON(ev *msg.Event) map[string]interface{} {
 
 func round(f float64) float64 {
 	const p = 1e6
+	if f >= 9e12 || f <= -9e12 || f != f {
+		return f // f x p would overflow int64; no fraction worth rounding is left
+	}
 	if f < 0 {
 		return -float64(int64(-f*p+0.5)) / p
 	}

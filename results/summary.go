@@ -65,6 +65,9 @@ type Summary struct {
 	// Faults are the faults the scenario applied and what they cost; nil
 	// for a scenario without faults.
 	Faults *Faults `json:"faults,omitempty"`
+	// Migrations are the jobs moved by the rescheduler; nil for a scenario
+	// without policy.migration.
+	Migrations *Migrations `json:"migrations,omitempty"`
 	// Books are the run's job accounts (see Books); nil until the run closes them.
 	Books *Books `json:"books,omitempty"`
 	// Fidelity says whether the host kept up (see package fidelity).

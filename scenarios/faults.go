@@ -19,6 +19,8 @@ import (
 //	{at_s: 90, kind: partition, target: leiden}                  # ... until a later heal
 //	{at_s: 300, kind: heal, target: leiden}
 //	{at_s: 60, kind: degrade, target: vrije, peer: amsterdam, bandwidth_factor: 0.5, duration_s: 300}
+//	{at_s: 300, kind: load, target: vrije, programs: 10, duration_s: 600}  # every node of a cluster
+//	{at_s: 300, kind: load, target: vrije-n002, programs: 3}              # one node, until the run ends
 type FaultSpec struct {
 	AtS    *float64 `yaml:"at_s"`
 	Kind   string   `yaml:"kind"`
@@ -34,6 +36,11 @@ type FaultSpec struct {
 	// bandwidth (degrade only; default 1, at least one must differ).
 	LatencyFactor   *float64 `yaml:"latency_factor,omitempty"`
 	BandwidthFactor *float64 `yaml:"bandwidth_factor,omitempty"`
+	// Programs is the number of loading programs (busy loops) a load puts
+	// on every target node (load only; 1 to MaxLoadPrograms). They add up
+	// with the other loads on the same node; duration_s (or the run's end)
+	// takes them off again.
+	Programs *int `yaml:"programs,omitempty"`
 }
 
 // Fault kinds of the timeline. A plan's timeline also holds the heal and
@@ -44,11 +51,19 @@ const (
 	FaultHeal      = "heal"
 	FaultDegrade   = "degrade"
 	FaultRestore   = "restore"
+	// FaultLoad puts loading programs on a node or on every node of a
+	// cluster; FaultUnload (only through a load's duration_s) takes them
+	// off.
+	FaultLoad   = "load"
+	FaultUnload = "unload"
 )
 
 // faultKinds are the kinds a scenario may write (restore only through a
 // degrade's duration_s).
-var faultKinds = []string{FaultKill, FaultPartition, FaultHeal, FaultDegrade}
+var faultKinds = []string{FaultKill, FaultPartition, FaultHeal, FaultDegrade, FaultLoad}
+
+// MaxLoadPrograms bounds a load's programs per node.
+const MaxLoadPrograms = 1000
 
 // Ranges of a degrade's factors.
 const (
@@ -59,11 +74,13 @@ const (
 // Fault is one action of a plan's faults timeline, in scenario time.
 type Fault struct {
 	At     time.Duration
-	Kind   string // kill | partition | heal | degrade | restore
-	Target string // a node (kill) or a cluster
+	Kind   string // kill | partition | heal | degrade | restore | load | unload
+	Target string // a node (kill; load, unload: or a cluster) or a cluster
 	Peer   string // degrade, restore: the other cluster of the pair
 	// LatencyFactor and BandwidthFactor of a degrade (restore: 1).
 	LatencyFactor, BandwidthFactor float64
+	// Programs of a load (unload: the same count, taken off again).
+	Programs int
 	// Entry is the index of the faults entry the action comes from.
 	Entry int
 }
@@ -169,7 +186,7 @@ func (fc *faultChecker) entry(i int, f FaultSpec) {
 	var dur time.Duration
 	if f.DurationS != nil {
 		if f.Kind == FaultKill || f.Kind == FaultHeal {
-			v.add(path+".duration_s", "only a partition or a degrade has a duration, not a %s", f.Kind)
+			v.add(path+".duration_s", "only a partition, a degrade or a load has a duration, not a %s", f.Kind)
 		} else {
 			dur = v.seconds(fc.r, path+".duration_s", *f.DurationS, true)
 		}
@@ -179,6 +196,9 @@ func (fc *faultChecker) entry(i int, f FaultSpec) {
 	}
 	if f.Kind != FaultDegrade && (f.LatencyFactor != nil || f.BandwidthFactor != nil) {
 		v.add(path, "latency_factor and bandwidth_factor belong to a degrade, not a %q", f.Kind)
+	}
+	if f.Programs != nil && f.Kind != FaultLoad {
+		v.add(path+".programs", "only a load has programs, not a %s", f.Kind)
 	}
 	if f.Target == "" {
 		v.add(path+".target", "is required")
@@ -195,6 +215,8 @@ func (fc *faultChecker) entry(i int, f FaultSpec) {
 		act.Peer = f.Peer
 		act.LatencyFactor, act.BandwidthFactor = v.factors(path, f)
 		fc.degrade(i, path, f, at, dur)
+	case FaultLoad:
+		act.Programs = fc.load(i, path, f, at, dur)
 	case "":
 		v.add(path+".kind", "is required (one of %s)", sortedList(faultKinds))
 	default:
@@ -269,6 +291,34 @@ func (fc *faultChecker) degrade(i int, path string, f FaultSpec, at, dur time.Du
 		fc.out = append(fc.out, Fault{At: at + dur, Kind: FaultRestore, Target: f.Target, Peer: f.Peer,
 			LatencyFactor: 1, BandwidthFactor: 1, Entry: i})
 	}
+}
+
+// load checks a load's target (an included cluster or one of its nodes)
+// and programs, returns the programs and adds the unload its duration
+// implies.
+func (fc *faultChecker) load(i int, path string, f FaultSpec, at, dur time.Duration) int {
+	v, n := fc.v, 0
+	switch {
+	case f.Programs == nil:
+		v.add(path+".programs", "is required: the loading programs on every target node (1 to %d)", MaxLoadPrograms)
+	case *f.Programs < 1 || *f.Programs > MaxLoadPrograms:
+		v.add(path+".programs", "must be in [1, %d], got %d", MaxLoadPrograms, *f.Programs)
+	default:
+		n = *f.Programs
+	}
+	if f.Target != "" && fc.topoOK {
+		if nodeSuffix.MatchString(f.Target) {
+			if _, why := nodeOf(fc.r.clusters, f.Target); why != "" {
+				v.add(path+".target", "%s", why)
+			}
+		} else if !v.faultCluster(fc.r, path+".target", f.Target, true) {
+			return n
+		}
+	}
+	if dur > 0 && n > 0 {
+		fc.out = append(fc.out, Fault{At: at + dur, Kind: FaultUnload, Target: f.Target, Programs: n, Entry: i})
+	}
+	return n
 }
 
 func atOf(f FaultSpec) float64 {

@@ -216,6 +216,9 @@ func checkPlanInRange(t *testing.T, p *Plan) {
 			f.BandwidthFactor >= MinFaultFactor && f.BandwidthFactor <= MaxFaultFactor) {
 			t.Fatalf("fault %d factors %g, %g", i, f.LatencyFactor, f.BandwidthFactor)
 		}
+		if (f.Kind == FaultLoad || f.Kind == FaultUnload) && (f.Programs < 1 || f.Programs > MaxLoadPrograms) {
+			t.Fatalf("fault %d puts %d programs", i, f.Programs)
+		}
 		if f.Kind == FaultKill {
 			if _, ok := p.NodeCluster(f.Target); !ok {
 				t.Fatalf("fault %d kills %q, not a node of the plan", i, f.Target)

@@ -127,6 +127,9 @@ type Policy struct {
 	// Malleability is the malleability manager's configuration; nil: no
 	// malleability manager (the co-allocating scheduler runs).
 	Malleability *Malleability
+	// Migration is the rescheduler's configuration; nil: no rescheduler,
+	// no job migrates.
+	Migration *Migration
 }
 
 // Malleability configures the malleability manager (SPEC §4).
@@ -211,6 +214,9 @@ type Env struct {
 	// (pra, pwa); MalleabilityPolicies its policies (fpsma, egs).
 	Approaches           []string
 	MalleabilityPolicies []string
+	// CostModels are the rescheduler's migration cost models (nil: the
+	// built-in names, predicted and worst-case).
+	CostModels []string
 	// Nominal is an application's execution time on nodes nodes of one
 	// cluster at speed 1, used to turn a net utilisation into a mean
 	// inter-arrival time.

@@ -228,6 +228,9 @@ type PolicySpec struct {
 	// node lost, a rank's error): fail (default) ends it failed;
 	// resubmit(N) submits it again, at most N times.
 	OnFailure string `yaml:"on_failure,omitempty"`
+	// Migration, when present, runs the rescheduler: checkpointable jobs
+	// (qr) are watched by a contract monitor and may migrate (SPEC §6).
+	Migration *MigrationSpec `yaml:"migration,omitempty"`
 }
 
 // MalleabilitySpec configures the malleability manager (SPEC §4).

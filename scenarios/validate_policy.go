@@ -49,6 +49,7 @@ func (v *validator) policy(s *Scenario, env Env, r *resolved) {
 	}
 	p.Resubmits = v.onFailure(ps.OnFailure)
 	p.Malleability = v.malleability(s, env, r)
+	p.Migration = v.migration(s, env)
 	r.policy = p
 	r.topo.cap = max(ps.MaxClusters, 0)
 }

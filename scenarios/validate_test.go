@@ -13,7 +13,7 @@ import (
 // 200 s on 32 nodes and scales perfectly.
 func fakeEnv() Env {
 	return Env{
-		Apps:          []string{"prime", "poisson", "wave", "allgather", "ccr", "ft", "nbody"},
+		Apps:          []string{"prime", "poisson", "wave", "allgather", "ccr", "ft", "nbody", "qr"},
 		Policies:      []string{"wf", "cf", "cm", "fcm", "ca"},
 		MalleableApps: []string{"ft", "nbody"},
 		Profiles: map[string]ProfileBounds{

@@ -33,6 +33,7 @@ const (
 	EventProbe      = "probe"       // one network measurement between two clusters
 	EventProbeError = "probe_error" // a network measurement failed
 	EventNodeDown   = "node_down"   // a cluster manager marked a node down
+	EventNodeLoad   = "node_load"   // a node's competing load changed (fields node, cluster, reason; values programs, factor)
 
 	// Faults on purpose (the scenario's faults timeline, launch/wiring).
 	EventFault       = "fault"       // a fault was applied (fields kind, target, peer; values latency_factor, bandwidth_factor)
@@ -52,6 +53,12 @@ const (
 	EventAgentFailed  = "agent_failed"  // the agent could not map a job (field reason)
 	EventReallocMove  = "realloc_move"  // a reallocation moved a waiting job (fields from, to; values old_s, new_s)
 	EventReallocRound = "realloc_round" // one reallocation round (fields mode, heuristic; values waiting, decided, moved)
+
+	// Migration (actors/runner's contract monitor, actors/rescheduler).
+	EventContractViolation = "contract_violation" // a job's phases ran persistently slower than predicted (values phase, ratio, average, upper)
+	EventMigrationDecision = "migration_decision" // the rescheduler answered a request (fields from, to, migrate, reason, cost_model, forced; values gain, here_s, there_s, cost_s)
+	EventMigrationStop     = "migration_stop"     // a job's ranks stopped and checkpointed for a move (values phase, write_s)
+	EventMigrated          = "migrated"           // a migrated job runs again (fields from, to, cost_model; values phase, gain, predicted_cost_s, measured_cost_s)
 
 	// EventInvariantViolation: an invariant check failed (fields invariant,
 	// detail; actors/invariant).
@@ -83,6 +90,8 @@ const (
 	FaultHeal      = "heal"
 	FaultDegrade   = "degrade"
 	FaultRestore   = "restore"
+	FaultLoad      = "load"
+	FaultUnload    = "unload"
 )
 
 // Name is the cause as results and events.jsonl spell it: the enum's name

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -43,13 +44,17 @@ type rank struct {
 	cancel  context.CancelFunc
 	running bool          // the rank's goroutine owns reporting
 	ctl     *apps.Control // a malleable application's resize control
+	stop    atomic.Bool   // a checkpointable rank stops at its next safe point
+	restart *msg.RankRestart
 }
 
 type rankFinished struct{ r *rank }
 
 type node struct {
-	cfg Config
-	cur *rank
+	cfg   Config
+	cur   *rank
+	load  *comm.Load // the node's competing load; every rank it runs computes under it
+	depot *depot     // the node's checkpoints (SRS)
 }
 
 // Props returns the props of a node actor.
@@ -60,7 +65,7 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Egress == nil {
 		cfg.Egress = netem.Passthrough{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg} })
+	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg, load: comm.NewLoad(), depot: &depot{egress: cfg.Egress}} })
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -73,6 +78,16 @@ func (n *node) Receive(ctx actor.Context) {
 		n.abort(ctx, x)
 	case *msg.ResizeRanks:
 		n.resize(ctx, x)
+	case *msg.NodeLoad:
+		n.setLoad(x)
+	case *msg.StopRank:
+		if n.cur != nil && n.cur.job == x.JobId {
+			n.cur.stop.Store(true)
+		}
+	case *msg.RankRestart:
+		if n.cur != nil && n.cur.job == x.JobId && !n.cur.running {
+			n.cur.restart = x
+		}
 	case *rankFinished:
 		// Matched on the rank itself: a late notice of an earlier rank of
 		// the same job must not free a newer one.
@@ -84,6 +99,8 @@ func (n *node) Receive(ctx actor.Context) {
 			n.cur.cancel()
 			_ = n.cur.ep.Close() // the rank's goroutine reports the failure
 		}
+	case *actor.Stopped:
+		n.depot.close()
 	}
 }
 
@@ -106,7 +123,7 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 	ep, err := comm.Listen(rctx, comm.Options{
 		JobID: s.JobId, Rank: int(s.Rank), Cluster: n.cfg.Cluster,
 		Speed: n.cfg.Speed, Processors: n.cfg.Processors, Dilation: n.cfg.Dilation,
-		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe,
+		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe, Load: n.load,
 	}, n.cfg.ListenHost+":0")
 	if err != nil {
 		cancel()
@@ -147,6 +164,8 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 		var res apps.Result
 		if m, ok := r.app.(apps.Malleable); ok {
 			res, err = m.RunMalleable(r.ctx, c, r.params, r.ctl, nil)
+		} else if cp, ok := r.app.(apps.Checkpointable); ok {
+			res, err = cp.RunSRS(r.ctx, c, r.params, rankSRS{n: n, r: r})
 		} else {
 			res, err = r.app.Run(r.ctx, c, r.params)
 		}
@@ -191,6 +210,23 @@ func (n *node) control(r *rank) *apps.Control {
 	}, func(p int) {
 		root.Send(r.runner, &msg.AppRelease{JobId: r.job, Rank: r.rank, Processors: int32(p)})
 	})
+}
+
+// setLoad puts the load's programs on the node: its ranks' computation
+// stretches by the share of the processors they lose to them
+// (comm.ShareFactor over the node's processors), from their next Compute
+// on. The event records it with the job it slows, if any.
+func (n *node) setLoad(x *msg.NodeLoad) {
+	f := comm.ShareFactor(n.cfg.Processors, int(x.Programs))
+	n.load.Set(f)
+	job := ""
+	if n.cur != nil {
+		job = n.cur.job
+	}
+	ev := n.cfg.Env.Event(msg.EventNodeLoad, "node", job)
+	ev.Fields = map[string]string{"node": n.cfg.Name, "cluster": n.cfg.Cluster, "reason": x.Reason}
+	ev.Values = map[string]float64{"programs": float64(x.Programs), "factor": f}
+	n.cfg.Env.Emit(ev)
 }
 
 // resize hands a resize order to the rank: a running rank applies it at its

@@ -28,6 +28,9 @@ type Config struct {
 	// Resubmits is how many times a job that failed after its placement
 	// is submitted again (policy.on_failure: resubmit(n)); 0 fails it.
 	Resubmits int
+	// Migration, when set, makes the runner a migrating runner for a
+	// checkpointable application (migrate.go).
+	Migration *Migration
 	Env       actors.Env
 }
 
@@ -58,6 +61,7 @@ type runner struct {
 	// job then: a placement on one that crossed the report fails at once.
 	down      map[string]*msg.NodeDown
 	cancelArm func()
+	mig       *migration // a migrating runner's state
 }
 
 // launch and readyTimeout carry the attempt they were armed for, so that
@@ -112,6 +116,9 @@ func (r *runner) Receive(ctx actor.Context) {
 				JobId: r.cfg.Job.Id, Rank: m.rank, Size: int32(len(r.members)), App: r.cfg.Job.App,
 				Args: r.cfg.Job.Args, TimeScale: r.cfg.TimeScale, Cluster: m.cluster, Runner: msg.FromPID(ctx.Self()),
 			})
+			if r.mig != nil && r.mig.restart != nil {
+				ctx.Send(m.pid, r.mig.restart)
+			}
 		}
 		self, attempt := ctx.Self(), r.attempt
 		t := time.AfterFunc(r.cfg.RankTimeout, func() { r.cfg.Env.System.Root.Send(self, &readyTimeout{attempt: attempt}) })
@@ -131,7 +138,10 @@ func (r *runner) Receive(ctx actor.Context) {
 				if r.cancelArm != nil {
 					r.cancelArm()
 				}
-				r.cfg.Env.Emit(r.cfg.Env.Event(msg.EventStart, "runner", r.cfg.Job.Id))
+				if r.mig == nil || r.mig.restart == nil {
+					r.cfg.Env.Emit(r.cfg.Env.Event(msg.EventStart, "runner", r.cfg.Job.Id))
+				}
+				r.contract()
 			}
 		}
 	case *msg.RankDone:
@@ -147,6 +157,12 @@ func (r *runner) Receive(ctx actor.Context) {
 		}
 	case *msg.NodeDown:
 		r.nodeDown(ctx, x)
+	case *msg.PhaseDone:
+		r.phaseDone(ctx, x)
+	case *msg.MigrationDecision:
+		r.decided(ctx, x)
+	case *msg.RankStopped:
+		r.rankStopped(x)
 	}
 }
 
@@ -264,6 +280,12 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 		r.cancelArm = nil
 	}
 	byCluster := r.release(ctx)
+	if failure == "" && r.moveOn(ctx) {
+		return
+	}
+	if r.mig != nil && r.mig.restart != nil && r.started {
+		r.restarted(0)
+	}
 	if failure != "" && r.cause == msg.FailureCause_FAILURE_NONE {
 		r.cause = msg.FailureCause_FAILURE_RANK
 	}

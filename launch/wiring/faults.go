@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +32,16 @@ type FaultApplier interface {
 	SetLink(a, b string, l netem.Link) error
 }
 
+// LoadApplier is the optional capability of a FaultApplier that emulates
+// competing load on nodes (load and unload faults), found by type
+// assertion; launch.Check refuses load faults on backends whose
+// Capabilities do not list them.
+type LoadApplier interface {
+	// Load makes programs the loading programs sharing node (of cluster):
+	// the absolute count on the node, every load on it added up (0: none).
+	Load(node, cluster string, programs int) error
+}
+
 // FaultRun applies a plan's faults timeline.
 type FaultRun struct {
 	Plan    *scenarios.Plan
@@ -51,11 +62,12 @@ func (f FaultRun) Start(ctx context.Context) (wait func()) {
 	}
 	go func() {
 		defer close(done)
+		loads := map[string]int{} // node -> programs on it
 		for _, ft := range f.Plan.Faults {
 			if err := f.Env.Clock.Sleep(ctx, ft.At-f.Env.Clock.Now()); err != nil {
 				return
 			}
-			f.apply(ft)
+			f.apply(ft, loads)
 		}
 	}()
 	return func() { <-done }
@@ -65,7 +77,7 @@ func (f FaultRun) Start(ctx context.Context) (wait func()) {
 // when it could not be applied). A partition and a heal are told to the
 // information service, which marks the cluster unreachable (the scheduler
 // places nothing there) or reachable again.
-func (f FaultRun) apply(ft scenarios.Fault) {
+func (f FaultRun) apply(ft scenarios.Fault, loads map[string]int) {
 	ev := f.Env.Event(msg.EventFault, "faults", "")
 	ev.Fields = map[string]string{"kind": ft.Kind, "target": ft.Target, "entry": fmt.Sprintf("faults[%d]", ft.Entry)}
 	var err error
@@ -92,6 +104,9 @@ func (f FaultRun) apply(ft scenarios.Fault) {
 		if l, err = f.Plan.Links.Link(ft.Target, ft.Peer); err == nil {
 			err = f.Applier.SetLink(ft.Target, ft.Peer, Degraded(l, ft.LatencyFactor, ft.BandwidthFactor))
 		}
+	case scenarios.FaultLoad, scenarios.FaultUnload:
+		ev.Values = map[string]float64{"programs": float64(ft.Programs)}
+		err = f.load(ft, loads)
 	default:
 		err = fmt.Errorf("unknown fault kind %q", ft.Kind)
 	}
@@ -99,6 +114,39 @@ func (f FaultRun) apply(ft scenarios.Fault) {
 		ev.Fields["error"] = err.Error()
 	}
 	f.Env.Emit(ev)
+}
+
+// load adds a load's programs to every target node (a node, or every node
+// of a cluster) and an unload's take them off, then tells the applier each
+// node's new total.
+func (f FaultRun) load(ft scenarios.Fault, loads map[string]int) error {
+	la, ok := f.Applier.(LoadApplier)
+	if !ok {
+		return fmt.Errorf("this backend cannot load nodes")
+	}
+	delta := ft.Programs
+	if ft.Kind == scenarios.FaultUnload {
+		delta = -delta
+	}
+	type target struct{ node, cluster string }
+	var ts []target
+	if c, ok := f.Plan.NodeCluster(ft.Target); ok {
+		ts = append(ts, target{ft.Target, c})
+	} else if c, ok := f.Plan.Cluster(ft.Target); ok {
+		for i := 0; i < c.Nodes; i++ {
+			ts = append(ts, target{scenarios.NodeName(c.Name, i), c.Name})
+		}
+	} else {
+		return fmt.Errorf("no node or cluster %s in the plan", ft.Target)
+	}
+	var errs []error
+	for _, t := range ts {
+		loads[t.node] = max(0, loads[t.node]+delta)
+		if err := la.Load(t.node, t.cluster, loads[t.node]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Degraded is link l with its latency (and jitter) multiplied by lat and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/policy/malleability"
+	"github.com/koala-emu/koala-emu/actors/policy/migrate"
 	"github.com/koala-emu/koala-emu/actors/policy/placement"
 	"github.com/koala-emu/koala-emu/fidelity"
 	"github.com/koala-emu/koala-emu/netem"
@@ -96,6 +97,7 @@ func ScenarioEnv() scenarios.Env {
 		Apps:          apps.Names(),
 		Policies:      placement.Names(),
 		MalleableApps: apps.MalleableNames(),
+		CostModels:    migrate.CostModelNames(),
 		Nominal: func(app string, nodes int) (time.Duration, error) {
 			a, err := apps.Lookup(app)
 			if err != nil {

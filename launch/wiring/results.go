@@ -233,6 +233,9 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 	if len(plan.Faults) > 0 || plan.Policy.Resubmits > 0 {
 		sum.Faults = results.SummarizeFaults(r.recorder.Faults(), o.Jobs)
 	}
+	if plan.Policy.Migration != nil {
+		sum.Migrations = r.recorder.Migrations()
+	}
 	sum.Books = results.NewBooks(o.Jobs, len(plan.Jobs))
 	if plan.Batch != nil {
 		if sum.Extra == nil {

@@ -30,6 +30,8 @@ type Peers struct {
 	KIS       *actor.PID
 	// Clusters are the cluster managers by cluster name.
 	Clusters map[string]*actor.PID
+	// Rescheduler is the rescheduler (nil: none; migration.go).
+	Rescheduler *actor.PID
 }
 
 // Scheduler builds the scheduler role: the malleability manager when the
@@ -112,7 +114,7 @@ func (s *Spec) Runner(env actors.Env, job *msg.JobSpec, p Peers, stats *invarian
 			RankTimeout: s.RankTimeout, Stats: stats, Env: env})
 	}
 	return runner.Props(runner.Config{Job: job, Scheduler: p.Scheduler, Clusters: p.Clusters, TimeScale: s.TimeScale,
-		StartupDelay: s.Policy.StartupDelay, RankTimeout: s.RankTimeout, Resubmits: s.Policy.Resubmits, Env: env})
+		StartupDelay: s.Policy.StartupDelay, RankTimeout: s.RankTimeout, Resubmits: s.Policy.Resubmits, Migration: s.runnerMigration(p), Env: env})
 }
 
 // JobSpec converts a scenario job into its wire form; site is the runner

@@ -44,6 +44,10 @@ type Result struct {
 	// Released: the rank left a malleable job at a resize (it holds no
 	// result; the job goes on without it).
 	Released bool
+	// Stopped: the rank stopped at a safe point and wrote its checkpoint
+	// (a Checkpointable application asked to stop); the job resumes
+	// elsewhere from it.
+	Stopped bool
 }
 
 // App is an SPMD program: every rank of a job runs Run with its Comm.
@@ -123,7 +127,7 @@ func TrafficOf(app App, nodes int, args map[string]float64) (Traffic, error) {
 
 // Names lists the registered applications.
 func Names() []string {
-	return []string{"allgather", "ccr", "ft", "nbody", "poisson", "prime", "wave"}
+	return []string{"allgather", "ccr", "ft", "nbody", "poisson", "prime", "qr", "wave"}
 }
 
 // MalleableNames lists the registered applications that implement
@@ -157,6 +161,8 @@ func Lookup(name string) (App, error) {
 		return FT{}, nil
 	case "nbody":
 		return NBody{}, nil
+	case "qr":
+		return QR{}, nil
 	}
 	return nil, fmt.Errorf("apps: unknown application %q (known: %s)", name, strings.Join(Names(), ", "))
 }

@@ -691,7 +691,9 @@ func (c *Comm) Isend(ctx context.Context, to, tag int, b []byte) (wait func() er
 }
 
 // Compute emulates work of the given reference-processor time: it waits
-// work / (Speed x Processors) x Dilation. The wait is precise in total:
+// work / (Speed x Processors) x Dilation x the node's load factor (read
+// when the call starts: a load that changes during one call applies from
+// the next). The wait is precise in total:
 // lateness of the timer on one call is paid back on the next ones.
 func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
 	if err := c.check(ctx); err != nil {
@@ -700,7 +702,7 @@ func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
 	if work <= 0 {
 		return nil
 	}
-	d := time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation)
+	d := c.ComputeTime(work)
 	c.computeNs.Add(int64(d))
 	c.computeMu.Lock()
 	defer c.computeMu.Unlock()
@@ -726,7 +728,7 @@ func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
 
 // ComputeTime returns how long Compute waits for work on this rank.
 func (c *Comm) ComputeTime(work time.Duration) time.Duration {
-	return time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation)
+	return time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation * c.opts.Load.Factor())
 }
 
 // Close ends the communicator gracefully: it tells every peer goodbye, waits

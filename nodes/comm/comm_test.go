@@ -662,3 +662,66 @@ func TestConnectRetriesUntilPeerListens(t *testing.T) {
 	spmd(t, cs, func(c *Comm) error { return c.Barrier(ctx) })
 	closeAll(t, cs)
 }
+
+// A node's load stretches its computation by its factor, from the next
+// Compute on, and no longer once it is lifted; no CPU is spun.
+func TestComputeStretchedByLoad(t *testing.T) {
+	var mu sync.Mutex
+	var asked []time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		asked = append(asked, d)
+		mu.Unlock()
+		return nil
+	}
+	load := NewLoad()
+	cs := mesh(t, 1, func(_ int, o *Options) {
+		o.Processors = 2
+		o.Sleep = sleep
+		o.Load = load
+	})
+	ctx := testCtx(t)
+	c := cs[0]
+	work := 20 * time.Millisecond
+	if err := c.Compute(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	load.Set(ShareFactor(2, 10)) // 10 loading programs on a dual-processor node: 6x
+	if got, want := c.ComputeTime(work), 60*time.Millisecond; got != want {
+		t.Fatalf("loaded ComputeTime = %v, want %v", got, want)
+	}
+	if err := c.Compute(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	load.Set(1)
+	if err := c.Compute(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{10 * time.Millisecond, 60 * time.Millisecond, 10 * time.Millisecond}
+	if fmt.Sprint(asked) != fmt.Sprint(want) {
+		t.Errorf("waits %v, want %v", asked, want)
+	}
+	closeAll(t, cs)
+}
+
+func TestLoadFactor(t *testing.T) {
+	var nilLoad *Load
+	if nilLoad.Factor() != 1 || (&Load{}).Factor() != 1 {
+		t.Error("a nil or zero load must be a factor of 1")
+	}
+	l := NewLoad()
+	for _, tc := range []struct{ set, want float64 }{{3, 3}, {0.5, 1}, {math.NaN(), 1}, {11, 11}} {
+		l.Set(tc.set)
+		if got := l.Factor(); got != tc.want {
+			t.Errorf("Set(%v): factor %v, want %v", tc.set, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		procs, programs int
+		want            float64
+	}{{1, 10, 11}, {2, 10, 6}, {2, 0, 1}, {0, 1, 2}, {2, -3, 1}} {
+		if got := ShareFactor(tc.procs, tc.programs); got != tc.want {
+			t.Errorf("ShareFactor(%d, %d) = %v, want %v", tc.procs, tc.programs, got, tc.want)
+		}
+	}
+}

@@ -55,6 +55,9 @@ type Options struct {
 	// Probe records the rank's fidelity figures: every Compute's stretch
 	// and every received frame's lateness. Nil records nothing.
 	Probe *fidelity.Probe
+	// Load stretches every Compute by its factor: the competing load on
+	// the node (loading programs time-sharing its processors). Nil: none.
+	Load *Load
 }
 
 func (o Options) withDefaults() Options {

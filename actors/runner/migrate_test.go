@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/koala-emu/koala-emu/actors"
+	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/clock"
+	"github.com/koala-emu/koala-emu/nodes/apps"
+)
+
+// migGrid: a scheduler that places every submission on the node of its
+// fixed component's cluster (c at first), nodes that forward what they get,
+// a rescheduler that forwards requests; events are collected.
+type migGrid struct {
+	sys    *actor.ActorSystem
+	sched  *actor.PID
+	resch  *actor.PID
+	nodes  map[string]*actor.PID
+	toNode chan interface{}
+	toSch  chan interface{}
+	toRes  chan *msg.MigrationRequest
+	events chan *msg.Event
+	env    actors.Env
+}
+
+func newMigGrid(t *testing.T) *migGrid {
+	sys := actor.NewActorSystem(actors.QuietLogging())
+	t.Cleanup(sys.Shutdown)
+	g := &migGrid{sys: sys, nodes: map[string]*actor.PID{}, toNode: make(chan interface{}, 64), toSch: make(chan interface{}, 16),
+		toRes: make(chan *msg.MigrationRequest, 4), events: make(chan *msg.Event, 256)}
+	for _, c := range []string{"c", "d"} {
+		name := c + "-n001"
+		g.nodes[c] = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			switch x := ctx.Message().(type) {
+			case *msg.StartRank:
+				ctx.Send(x.Runner.PID(), &msg.RankReady{JobId: x.JobId, Rank: x.Rank, Node: name, Addr: "x"})
+				g.toNode <- x
+			case *msg.RankTable:
+				g.toNode <- x
+			case *msg.StopRank, *msg.RankRestart:
+				g.toNode <- x
+			}
+		}))
+	}
+	g.sched = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch x := ctx.Message().(type) {
+		case *msg.SubmitJob:
+			g.toSch <- x
+			c := "c"
+			if len(x.Job.Components) > 0 {
+				c = x.Job.Components[0].Cluster
+			}
+			ctx.Send(x.Runner.PID(), &msg.JobPlaced{JobId: x.Job.Id, Allocations: []*msg.Allocation{
+				{Cluster: c, Nodes: []*msg.NodeRef{{Name: c + "-n001", Pid: msg.FromPID(g.nodes[c])}}}}})
+		case *msg.JobFinished:
+			g.toSch <- x
+		}
+	}))
+	g.resch = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if x, ok := ctx.Message().(*msg.MigrationRequest); ok {
+			g.toRes <- x
+		}
+	}))
+	rec := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if ev, ok := ctx.Message().(*msg.Event); ok {
+			g.events <- ev
+		}
+	}))
+	g.env = actors.Env{System: sys, Clock: clock.NewScaled(1), Recorder: rec}
+	return g
+}
+
+func want[T any](t *testing.T, ch chan interface{}, what string) T {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			if x, ok := m.(T); ok {
+				return x
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// The runner's contract monitor asks for a migration when its phases run
+// persistently slower than predicted, widens its limits when refused, and
+// on a migration stops the rank, submits the job again fixed on the chosen
+// cluster and restarts it there from the checkpoint; the job starts once,
+// moves once and completes.
+func TestRunnerMigrates(t *testing.T) {
+	g := newMigGrid(t)
+	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
+		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
+	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
+		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
+	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
+	want[*msg.SubmitJob](t, g.toSch, "submission")
+	want[*msg.RankTable](t, g.toNode, "the rank table")
+	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	phase := func(k int32, slow float64) {
+		// Phase k's predicted time is its flops at 1 Mflop/s.
+		g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: k, TookS: slow * predicted(t, job, int(k))})
+	}
+	phase(0, 1)
+	phase(1, 5) // a spike: the average (3) is above 2, so it asks
+	req := <-g.toRes
+	if req.Cluster != "c" || req.Phase != 2 || req.Ratio < 4.9 || req.AverageRatio < 2.9 {
+		t.Fatalf("request %+v", req)
+	}
+	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: false, Reason: "no"})
+	phase(2, 5) // limits raised to 2 x 3: no new request
+	select {
+	case x := <-g.toRes:
+		t.Fatalf("asked again right after a refusal: %+v", x)
+	case <-time.After(200 * time.Millisecond):
+	}
+	phase(3, 20)
+	<-g.toRes
+	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: true, Cluster: "d", Size: 1, Gain: 0.5, CostS: 42, CostModel: "predicted"})
+	want[*msg.StopRank](t, g.toNode, "the stop")
+	layout := &msg.Layout{Rows: 480, Cols: 481, ProcsRows: 1, ProcsCols: 1, Nb: 60}
+	g.sys.Root.Send(r, &msg.RankStopped{JobId: "j", Rank: 0, Node: "c-n001", Cluster: "c", Phase: 5, DepotAddr: "depot", Layout: layout})
+	g.sys.Root.Send(r, &msg.RankDone{JobId: "j", Rank: 0, Node: "c-n001", Ok: true})
+	if f := want[*msg.JobFinished](t, g.toSch, "the stopped attempt's end"); !f.Ok {
+		t.Fatalf("stopped attempt %+v", f)
+	}
+	sub := want[*msg.SubmitJob](t, g.toSch, "the submission for d")
+	if sub.Job.Request != "fixed" || len(sub.Job.Components) != 1 || sub.Job.Components[0].Cluster != "d" {
+		t.Fatalf("resubmission %+v", sub.Job)
+	}
+	rs := want[*msg.RankRestart](t, g.toNode, "the restart")
+	if rs.Phase != 5 || len(rs.Sources) != 1 || rs.Sources[0].DepotAddr != "depot" {
+		t.Fatalf("restart %+v", rs)
+	}
+	want[*msg.RankTable](t, g.toNode, "the new rank table")
+	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	phase(5, 1)
+	g.sys.Root.Send(r, &msg.RankDone{JobId: "j", Rank: 0, Node: "d-n001", Ok: true, Value: 7})
+	kinds := map[string]int{}
+	deadline := time.After(10 * time.Second)
+	for kinds[msg.EventEnd] == 0 {
+		select {
+		case ev := <-g.events:
+			kinds[ev.Kind]++
+			if ev.Kind == msg.EventMigrated && (ev.Fields["from"] != "c" || ev.Fields["to"] != "d" || ev.Values["predicted_cost_s"] != 42) {
+				t.Errorf("migrated event %v %v", ev.Fields, ev.Values)
+			}
+			if ev.Kind == msg.EventEnd && ev.Fields["status"] != "completed" {
+				t.Errorf("end %v", ev.Fields)
+			}
+		case <-deadline:
+			t.Fatalf("no end; events %v", kinds)
+		}
+	}
+	if kinds[msg.EventStart] != 1 || kinds[msg.EventMigrated] != 1 || kinds[msg.EventMigrationStop] != 1 || kinds[msg.EventContractViolation] != 2 {
+		t.Errorf("events %v", kinds)
+	}
+}
+
+// predicted is phase k's model time for job on one node of speed 1 (s).
+func predicted(t *testing.T, job *msg.JobSpec, k int) float64 {
+	t.Helper()
+	r := &runner{cfg: Config{Job: job, Migration: &Migration{Speeds: map[string]float64{"c": 1},
+		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}},
+		members: []*member{{cluster: "c"}}}
+	m, _, err := apps.QRModel(job.Args, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mig = &migration{model: m}
+	d, err := r.predict(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Seconds()
+}
