@@ -4,7 +4,7 @@ SCENARIO  ?= scenarios/das3-smoke.yaml
 OUT       ?= runs
 BIN       := bin/koala-emu
 
-.PHONY: run test fuzz integration nightly study calibrate build image proto lint clean
+.PHONY: run test fuzz integration nightly study calibrate bench-simgrid build image proto lint clean
 
 ## run: the main job on the embedded backend (das3-smoke, under a minute)
 run:
@@ -54,6 +54,11 @@ study: build
 ## calibrate: measure every link of das3-coalloc against its target
 calibrate: build
 	$(BIN) calibrate scenarios/das3-coalloc.yaml --backend inproc
+
+## bench-simgrid: the sim backend against SimGrid 3.32 (Debian python3-simgrid, installed when
+## missing) on 1,000 rigid jobs, FCFS, 256 hosts: the same schedule, then both timed by farm-bench
+bench-simgrid:
+	bench/simgrid/run.sh
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/koala-emu

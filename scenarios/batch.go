@@ -54,10 +54,11 @@ type BatchSpec struct {
 	Policy   string             `yaml:"policy,omitempty"`
 	Clusters []BatchClusterSpec `yaml:"clusters"`
 	Traces   []TraceSpec        `yaml:"traces"`
-	// LocalShare in [0, 1) is the share of every trace's jobs submitted
+	// LocalShare in [0, 1] is the share of every trace's jobs submitted
 	// straight to the cluster the trace feeds, as local users, drawn per
 	// job from the seed: 0 (default) is a dedicated platform, 0.667 the
-	// non-dedicated one of SPEC §5.
+	// non-dedicated one of SPEC §5, 1 a plain replay of rigid trace jobs
+	// on their batch clusters, with no middleware job.
 	LocalShare *float64    `yaml:"local_share,omitempty"`
 	Realloc    ReallocSpec `yaml:"realloc,omitempty"`
 }
@@ -198,8 +199,8 @@ func (v *validator) batch(s *Scenario, r *resolved) *BatchPlan {
 	share := 0.0
 	if b.LocalShare != nil {
 		share = *b.LocalShare
-		if !finite(share) || share < 0 || share >= 1 {
-			v.add("batch.local_share", "must be in [0, 1), got %g", share)
+		if !finite(share) || share < 0 || share > 1 {
+			v.add("batch.local_share", "must be in [0, 1], got %g", share)
 			share = 0
 		}
 	}

@@ -67,7 +67,7 @@ func TestBatchErrorsNameTheField(t *testing.T) {
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: z}]", okTrace, "batch.traces[0].cluster", "unknown"},
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a, max_procs: 9}]", okTrace, "batch.traces[0].max_procs", "[0, 8]"},
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: nope.swf, cluster: a}]", okTrace, "batch.traces[0].file", "does not exist"},
-		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a}]\n  local_share: 1", okTrace, "batch.local_share", "[0, 1)"},
+		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a}]\n  local_share: 1.5", okTrace, "batch.local_share", "[0, 1]"},
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a}]\n  realloc: {mode: sometimes}", okTrace, "batch.realloc.mode", "sometimes"},
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a}]\n  realloc: {heuristic: maxmin}", okTrace, "batch.realloc.heuristic", "maxmin"},
 		{"clusters: [{name: a, processors: 8}]\n  traces: [{file: t.swf, cluster: a}]\n  realloc: {period_s: 0}", okTrace, "batch.realloc.period_s", "greater than 0"},
