@@ -1,0 +1,244 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/koala-emu/koala-emu/launch/docker"
+	"github.com/koala-emu/koala-emu/results"
+)
+
+// EnvInterruptAt lists the fractions of a run's jobs completed at which
+// TestInterruptLeavesNothing sends Ctrl-C, comma-separated (default 0.5;
+// `KOALA_IT_INTERRUPT_AT=0.25,0.5,0.75` is the full measurement).
+const EnvInterruptAt = "KOALA_IT_INTERRUPT_AT"
+
+// EnvInterruptBackends narrows TestInterruptLeavesNothing to some backends,
+// comma-separated (default inproc,netns,docker).
+const EnvInterruptBackends = "KOALA_IT_INTERRUPT_BACKENDS"
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  error
+)
+
+// cli builds the koala-emu command once, statically linked, so that the
+// docker backend can put it in its image as it is.
+func cli(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "koala-emu-it-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliPath = filepath.Join(dir, "koala-emu")
+		cmd := exec.Command("go", "build", "-o", cliPath, "./cmd/koala-emu")
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cliErr = errors.New("go build: " + err.Error() + ": " + string(out))
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliPath
+}
+
+// hostState is what a run may leave on the machine: containers and networks
+// of any koala-emu run, network namespaces, links and nftables rules.
+func hostState(t *testing.T) map[string][]string {
+	t.Helper()
+	filter := "label=" + docker.LabelRun
+	cmds := map[string][]string{
+		"containers": {"docker", "ps", "-a", "-q", "--filter", filter},
+		"networks":   {"docker", "network", "ls", "-q", "--filter", filter},
+		"namespaces": {"ip", "netns", "list"},
+		"links":      {"ip", "-o", "link", "show"},
+		"nftables":   {"nft", "-s", "list", "ruleset"}, // -s: rules without their counters
+	}
+	state := map[string][]string{}
+	for what, args := range cmds {
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if what == "links" { // "N: name@peer: <FLAGS> ...": the name only
+				if f := strings.Fields(l); len(f) > 1 {
+					l = strings.TrimSuffix(f[1], ":")
+				}
+			}
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+		slices.Sort(lines)
+		state[what] = lines
+	}
+	return state
+}
+
+// progressCompleted reads the completed count of a progress line.
+var progressCompleted = regexp.MustCompile(`, (\d+) completed, (\d+) failed`)
+
+// Ctrl-C during a run on each backend: das3-smoke (7 jobs, a wall budget of
+// a minute) is interrupted when its progress line first shows at least the
+// given share of its jobs completed. The launcher exits with an error
+// saying the run was interrupted, writes its results with the books
+// balanced and the unfinished jobs counted as interrupted, and the machine
+// holds afterwards exactly the containers, networks, namespaces, links and
+// nftables rules it held before.
+func TestInterruptLeavesNothing(t *testing.T) {
+	fractions := []float64{0.5}
+	if v := os.Getenv(EnvInterruptAt); v != "" {
+		fractions = nil
+		for _, f := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || x <= 0 || x >= 1 {
+				t.Fatalf("%s: %q is not a fraction in (0, 1)", EnvInterruptAt, f)
+			}
+			fractions = append(fractions, x)
+		}
+	}
+	bin := cli(t)
+	images := cliImages(t)
+	t.Cleanup(func() { // the docker runs built an image from bin: remove it
+		for _, ref := range cliImages(t) {
+			if !slices.Contains(images, ref) {
+				if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
+					t.Errorf("docker image rm %s: %v: %s", ref, err, out)
+				}
+			}
+		}
+	})
+	jobs := len(plan(t, "das3-smoke", nil).Jobs)
+	backends := []string{"inproc", "netns", "docker"}
+	if v := os.Getenv(EnvInterruptBackends); v != "" {
+		backends = strings.Split(v, ",")
+	}
+	for _, backend := range backends {
+		for _, f := range fractions {
+			t.Run(backend+"/"+strconv.FormatFloat(f, 'f', -1, 64), func(t *testing.T) {
+				at := min(max(int(math.Round(f*float64(jobs))), 1), jobs-1)
+				interruptRun(t, bin, backend, at, jobs)
+			})
+		}
+	}
+}
+
+// cliImages lists the tags of the images `koala-emu run --backend docker`
+// builds from its own binary (repository koala-emu, one tag per binary).
+func cliImages(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "koala-emu").Output()
+	if err != nil {
+		t.Fatalf("docker images: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// interruptRun runs das3-smoke on backend, sends SIGINT once at least at
+// jobs have completed, and checks the exit, the results and the host.
+func interruptRun(t *testing.T, bin, backend string, at, jobs int) {
+	before := hostState(t)
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "das3-smoke", "--backend", backend, "--wall-budget", "1m", "--out", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = nil
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var sent time.Time
+	var tail []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		tail = append(tail, line)
+		if len(tail) > 30 {
+			tail = tail[1:]
+		}
+		m := progressCompleted.FindStringSubmatch(line)
+		if m == nil || !sent.IsZero() {
+			continue
+		}
+		if done, _ := strconv.Atoi(m[1]); done >= at {
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			sent = time.Now()
+			t.Logf("%s: Ctrl-C after %.1f s at %q", backend, sent.Sub(start).Seconds(), line)
+		}
+	}
+	err = cmd.Wait()
+	if sent.IsZero() {
+		t.Fatalf("the run ended (%v) before %d of %d jobs completed; its last lines:\n%s", err, at, jobs, strings.Join(tail, "\n"))
+	}
+	t.Logf("%s: the launcher exited %.1f s after Ctrl-C (%v)", backend, time.Since(sent).Seconds(), err)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(strings.Join(tail, "\n"), "run interrupted") {
+		t.Errorf("want an exit status saying the run was interrupted, got %v; last lines:\n%s", err, strings.Join(tail, "\n"))
+	}
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatalf("results of the interrupted run: %v", err)
+	}
+	var res struct {
+		Books results.Books `json:"books"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	b := res.Books
+	t.Logf("%s: books %+v", backend, b)
+	if !b.Balanced() || b.Submitted != b.Ended() {
+		t.Errorf("books do not balance: %+v", b)
+	}
+	if b.Completed < at || b.Interrupted+b.NeverSubmitted == 0 {
+		t.Errorf("want at least %d completed and some jobs interrupted or never submitted, got %+v", at, b)
+	}
+	if after := hostState(t); !mapsEqual(before, after) {
+		for what := range before {
+			if !slices.Equal(before[what], after[what]) {
+				t.Errorf("%s before the run:\n%s\nafter:\n%s", what, strings.Join(before[what], "\n"), strings.Join(after[what], "\n"))
+			}
+		}
+	}
+}
+
+func mapsEqual(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
