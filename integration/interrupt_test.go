@@ -29,6 +29,11 @@ import (
 // `KOALA_IT_INTERRUPT_AT=0.25,0.5,0.75` is the full measurement).
 const EnvInterruptAt = "KOALA_IT_INTERRUPT_AT"
 
+// EnvInterruptScenario is the scenario TestInterruptLeavesNothing
+// interrupts (default the 16-host smallGrid; das3-smoke, 214 hosts, is the
+// full measurement).
+const EnvInterruptScenario = "KOALA_IT_INTERRUPT_SCENARIO"
+
 // EnvInterruptBackends narrows TestInterruptLeavesNothing to some backends,
 // comma-separated (default inproc,netns,docker).
 const EnvInterruptBackends = "KOALA_IT_INTERRUPT_BACKENDS"
@@ -101,8 +106,8 @@ func hostState(t *testing.T) map[string][]string {
 // progressCompleted reads the completed count of a progress line.
 var progressCompleted = regexp.MustCompile(`, (\d+) completed, (\d+) failed`)
 
-// Ctrl-C during a run on each backend: das3-smoke (7 jobs, a wall budget of
-// a minute) is interrupted when its progress line first shows at least the
+// Ctrl-C during a run on each backend: a small grid (smallGrid, or the
+// scenario EnvInterruptScenario names) is interrupted when its progress line first shows at least the
 // given share of its jobs completed. The launcher exits with an error
 // saying the run was interrupted, writes its results with the books
 // balanced and the unfinished jobs counted as interrupted, and the machine
@@ -131,7 +136,17 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			}
 		}
 	})
-	jobs := len(plan(t, "das3-smoke", nil).Jobs)
+	scenario := os.Getenv(EnvInterruptScenario)
+	var jobs int
+	if scenario == "" {
+		scenario = filepath.Join(t.TempDir(), "clean-small.yaml")
+		if err := os.WriteFile(scenario, []byte(smallGrid), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		jobs = len(plan(t, "clean-small", []byte(smallGrid)).Jobs)
+	} else {
+		jobs = len(plan(t, scenario, nil).Jobs)
+	}
 	backends := []string{"inproc", "netns", "docker"}
 	if v := os.Getenv(EnvInterruptBackends); v != "" {
 		backends = strings.Split(v, ",")
@@ -140,7 +155,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		for _, f := range fractions {
 			t.Run(backend+"/"+strconv.FormatFloat(f, 'f', -1, 64), func(t *testing.T) {
 				at := min(max(int(math.Round(f*float64(jobs))), 1), jobs-1)
-				interruptRun(t, bin, backend, at, jobs)
+				interruptRun(t, bin, scenario, backend, at, jobs)
 			})
 		}
 	}
@@ -157,14 +172,14 @@ func cliImages(t *testing.T) []string {
 	return strings.Fields(string(out))
 }
 
-// interruptRun runs das3-smoke on backend, sends SIGINT once at least at
+// interruptRun runs scenario on backend, sends SIGINT once at least at
 // jobs have completed, and checks the exit, the results and the host.
-func interruptRun(t *testing.T, bin, backend string, at, jobs int) {
+func interruptRun(t *testing.T, bin, scenario, backend string, at, jobs int) {
 	before := hostState(t)
 	out := filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "das3-smoke", "--backend", backend, "--wall-budget", "1m", "--out", out)
+	cmd := exec.CommandContext(ctx, bin, "run", scenario, "--backend", backend, "--out", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
