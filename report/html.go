@@ -62,6 +62,12 @@ var funcs = template.FuncMap{
 	},
 	"unplaced": func(c sweepCell) int { return unplacedOf(c.Summary.FailReasons) },
 	"anchor":   slug,
+	"relpct": func(r *float64) string {
+		if r == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1f", 100**r)
+	},
 	"detected": func(d *float64) string {
 		if d == nil {
 			return "-"
@@ -83,6 +89,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 Every figure is also available as SVG (link under it).</p>
 <nav><ul>
 {{if .Runs}}<li><a href="#runs">Runs compared</a></li>{{end}}
+{{if or .Divergence .DivergenceErr}}<li><a href="#divergence">Divergence of the emulated run from the simulated one</a></li>{{end}}
 {{range .Sweeps}}<li><a href="#sweep-{{anchor .Label}}">AJRT against net utilisation: {{.Label}}</a></li>{{end}}
 {{if .Exec}}<li><a href="#exec">Execution time against the number of clusters</a></li>{{end}}
 {{if .CDFs}}<li><a href="#cdf">Wait and response times</a></li>{{end}}
@@ -106,6 +113,26 @@ Every figure is also available as SVG (link under it).</p>
 <p>AJRT, wait and execution are means over the completed jobs (wait: submission to start; AJRT: submission to end).
 Net utilisation counts each job's single-cluster execution time, observed its measured one, over the nodes of the
 included clusters and the run's span.</p>
+{{end}}
+
+{{if .DivergenceErr}}
+<h2 id="divergence">Divergence of the emulated run from the simulated one</h2>
+<p>Not computed: {{.DivergenceErr}}</p>
+{{end}}
+{{with .Divergence}}
+<h2 id="divergence">Divergence of the emulated run from the simulated one</h2>
+<p>{{.Scenario}}, seed {{.Seed}}, policy {{.Policy}}: <code>{{.Sim}}</code> (sim) against <code>{{.Emu}}</code> ({{.EmuBackend}}, fidelity {{.EmuFidelity}}).
+Differences are emulated minus simulated; relative ones are over the simulated figure. Largest: {{.Largest}}.</p>
+<table>
+<tr><th>aggregate</th><th>sim</th><th>{{.EmuBackend}}</th><th>difference</th><th>relative (%)</th></tr>
+{{range .Aggregates}}<tr><td>{{.Name}} ({{.Unit}})</td><td class="n">{{f1 .Sim}}</td><td class="n">{{f1 .Emu}}</td><td class="n">{{f1 .Diff}}</td><td class="n">{{relpct .Rel}}</td></tr>
+{{end}}</table>
+<p>{{.Both}} jobs completed on both; mean |response difference| {{f1 .MeanAbsResponseS}} s. The jobs with the largest |response difference| (s):</p>
+<table>
+<tr><th>job</th><th>application</th><th>size</th><th>wait sim</th><th>wait {{.EmuBackend}}</th><th>execution sim</th><th>execution {{.EmuBackend}}</th><th>response sim</th><th>response {{.EmuBackend}}</th><th>response difference</th></tr>
+{{range $.DivergenceTop}}<tr><td><code>{{.ID}}</code></td><td>{{.App}}</td><td class="n">{{.Size}}</td><td class="n">{{f1 .Sim.WaitS}}</td><td class="n">{{f1 .Emu.WaitS}}</td>
+<td class="n">{{f1 .Sim.ExecS}}</td><td class="n">{{f1 .Emu.ExecS}}</td><td class="n">{{f1 .Sim.ResponseS}}</td><td class="n">{{f1 .Emu.ResponseS}}</td><td class="n">{{f1 .Diff.ResponseS}}</td></tr>
+{{end}}</table>
 {{end}}
 
 {{range .Sweeps}}{{$sec := .}}

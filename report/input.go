@@ -43,7 +43,7 @@ type run struct {
 // jobRow is the part of a jobs.csv row the report uses.
 type jobRow struct {
 	ID, App                string
-	Clusters               int
+	Size, Clusters         int
 	Wait, Response, Exec   float64
 	Status, Reason         string
 	Submit                 float64
@@ -251,7 +251,7 @@ func field(path string, line int, name, v string) (float64, error) {
 }
 
 func readJobs(path string) ([]jobRow, error) {
-	need := []string{"id", "application", "clusters", "submit_s", "wait_s", "exec_s", "response_s", "status", "reason"}
+	need := []string{"id", "application", "clusters", "submit_s", "wait_s", "exec_s", "response_s", "status", "reason", "size"}
 	rows, col, err := csvTable(path, need...)
 	if err != nil {
 		return nil, err
@@ -268,6 +268,9 @@ func readJobs(path string) ([]jobRow, error) {
 			return nil, fmt.Errorf("report: %s line %d: clusters: %w", path, line, err)
 		}
 		j.Clusters = c
+		if j.Size, err = strconv.Atoi(rec[col["size"]]); err != nil {
+			return nil, fmt.Errorf("report: %s line %d: size: %w", path, line, err)
+		}
 		for _, f := range []struct {
 			name string
 			dst  *float64

@@ -59,8 +59,17 @@ type page struct {
 	CDFs       []*figRef
 	Malleable  []*figRef
 	Saturation []SaturationRow
-	Figures    []string // every file written, for the test and the page's index
+	// Divergence is the sim run beside the emulated one when the inputs
+	// are exactly those two runs; DivergenceErr says why it could not be
+	// computed (runs of different plans).
+	Divergence    *Divergence
+	DivergenceTop []JobDiff
+	DivergenceErr string
+	Figures       []string // every file written, for the test and the page's index
 }
+
+// divergenceTop is how many jobs the page's divergence table names.
+const divergenceTop = 10
 
 // Faulted are the runs with a faults section (a faults timeline or a
 // resubmission policy).
@@ -107,6 +116,15 @@ func Write(outDir string, inputs []string, opts Options) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	pg := &page{Title: opts.Title, Inputs: inputs, Rule: ruleText(opts.SaturationFactor, opts.UnplacedPct), Runs: in.Runs}
+	if len(inputs) == 2 && len(in.Runs) == 2 {
+		if sim, emu, ok := simAndEmu(in.Runs[0], in.Runs[1]); ok {
+			if pg.Divergence, err = diverge(sim, emu); err != nil {
+				pg.DivergenceErr = err.Error()
+			} else {
+				pg.DivergenceTop = pg.Divergence.Top(divergenceTop)
+			}
+		}
+	}
 	used := map[string]int{}
 	name := func(parts ...string) string {
 		var ss []string

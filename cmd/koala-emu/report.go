@@ -21,7 +21,9 @@ func newReportCmd(a *app) *cobra.Command {
 and a directory per cell) and studies (study.json) and writes report.html with its figures:
 AJRT against net utilisation per policy with the saturation point marked, execution time against
 the number of clusters, CDFs of wait and response times, utilisation and resizes over time for
-malleable runs, and a comparison table with each run's fidelity verdict.`,
+malleable runs, and a comparison table with each run's fidelity verdict. Given exactly two run
+directories, one of the sim backend and one of an emulated backend, it adds their divergence
+(the aggregates and the jobs that differ most, as 'koala-emu diverge' prints them).`,
 		Example: `  koala-emu report runs/coalloc-fcm runs/coalloc-wf --out runs/report
   koala-emu report runs/sweep --out runs/sweep-report`,
 		Args: minArgs(1),

@@ -45,6 +45,7 @@ SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scena
 		newHostCmd(a),
 		newReportCmd(a),
 		newCompareCmd(a),
+		newDivergeCmd(a),
 		newSweepCmd(a),
 		newNodeCmd(a),
 	)
