@@ -4,7 +4,7 @@ SCENARIO  ?= scenarios/das3-smoke.yaml
 OUT       ?= runs
 BIN       := bin/koala-emu
 
-.PHONY: run test fuzz integration nightly study calibrate build image proto lint clean
+.PHONY: run test fuzz integration nightly study calibrate model build image proto lint clean
 
 ## run: the main job on the embedded backend (das3-smoke, under a minute)
 run:
@@ -54,6 +54,11 @@ study: build
 ## calibrate: measure every link of das3-coalloc against its target
 calibrate: build
 	$(BIN) calibrate scenarios/das3-coalloc.yaml --backend inproc
+
+## model: regenerate the sim backend's shipped model file, measured on inproc (about 4 minutes)
+model: build
+	$(BIN) model learn --backend inproc --out launch/sim/models/inproc.json \
+	  --commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!launch/sim/models' || echo +dirty)"
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/koala-emu
