@@ -71,7 +71,7 @@ into the file; a degraded run is named on stderr.` + a.backendsSection(),
 	fs := cmd.Flags()
 	fs.StringVar(&f.backend, "backend", defaultBackend, "where the runs go: "+a.backendHelp())
 	fs.StringSliceVar(&f.apps, "apps", []string{"allgather", "ccr", "poisson", "prime", "wave"}, "applications to measure (rigid ones: the sim backend refuses malleable applications)")
-	fs.IntSliceVar(&f.sizes, "sizes", []int{8, 16, 32}, "job sizes (ranks) to measure; sim interpolates between them")
+	fs.IntSliceVar(&f.sizes, "sizes", []int{8, 16, 32, 64}, "job sizes (ranks) to measure; sim interpolates between them")
 	fs.StringVar(&f.out, "out", "", "model file to write (required)")
 	fs.StringVar(&f.keep, "runs", "", "keep every run's results under this directory (default: a temporary directory, removed)")
 	fs.Float64Var(&f.minIters, "min-iterations", 50, "fewest iterations a run may be cut to by its time scale")
