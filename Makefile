@@ -55,7 +55,7 @@ study: build
 calibrate: build
 	$(BIN) calibrate scenarios/das3-coalloc.yaml --backend inproc
 
-## model: regenerate the sim backend's shipped model file, measured on inproc (about 4 minutes)
+## model: regenerate the sim backend's shipped model file, measured on inproc (about 6 minutes)
 model: build
 	$(BIN) model learn --backend inproc --out launch/sim/models/inproc.json \
 	  --commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!launch/sim/models' || echo +dirty)"

@@ -185,11 +185,11 @@ func TestSimRefusesMalleable(t *testing.T) {
 }
 
 // The sim backend predicts from the shipped model file unless told
-// otherwise: das3-smoke's wave jobs of 16 nodes (a measured size) take
-// the file's time, its 56-node wave job (beyond the measured sizes) the
-// typed Traffic, and results.json says which; --model typed changes the
-// measured sizes' times, and a model file that does not parse fails the
-// run before it starts.
+// otherwise: das3-smoke's wave jobs of 16 nodes (a measured size) and its
+// poisson job of 12 (between two) take the file's time, and results.json
+// says so; --model typed changes the measured sizes' times, and a model
+// file that does not parse fails the run before it starts. (The fallback
+// beyond the file is sim's TestPredictUsesTheFile.)
 func TestSimModelFile(t *testing.T) {
 	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
 	run := func(model string) (*Result, map[string]any, error) {
@@ -221,7 +221,7 @@ func TestSimModelFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := lm["sources"].(map[string]any)
-	if !strings.Contains(lm["file"].(string), "models/inproc.json") || src["wave/16"] != "file" || src["wave/56"] != "typed" {
+	if !strings.Contains(lm["file"].(string), "models/inproc.json") || src["wave/16"] != "file" || src["poisson/12"] != "file" {
 		t.Fatalf("results.json extra.model with the shipped file: %v", lm)
 	}
 	if tm["file"] != "typed" || tm["sources"].(map[string]any)["wave/16"] != "typed" {

@@ -96,3 +96,17 @@ func near(a, b, rel float64) bool {
 	}
 	return d <= rel*max(a, b, -a, -b)
 }
+
+// An application's iteration count: its Traffic's, else its iters
+// argument, else 1.
+func TestIterationsOf(t *testing.T) {
+	for name, want := range map[string]float64{"wave": 964912, "poisson": 61660, "ccr": 18000, "prime": 1} {
+		a, err := apps.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := iterationsOf(a, 16); got != want {
+			t.Errorf("iterationsOf(%s, 16) = %v, want %v", name, got, want)
+		}
+	}
+}
