@@ -4,7 +4,7 @@ SCENARIO  ?= scenarios/das3-smoke.yaml
 OUT       ?= runs
 BIN       := bin/koala-emu
 
-.PHONY: run test fuzz integration nightly study calibrate bench-simgrid build image proto lint clean
+.PHONY: run test fuzz integration nightly study calibrate bench-simgrid model build image proto lint clean
 
 ## run: the main job on the embedded backend (das3-smoke, under a minute)
 run:
@@ -59,6 +59,11 @@ calibrate: build
 ## missing) on 1,000 rigid jobs, FCFS, 256 hosts: the same schedule, then both timed by farm-bench
 bench-simgrid:
 	bench/simgrid/run.sh
+
+## model: regenerate the sim backend's shipped model file, measured on inproc (about 6 minutes)
+model: build
+	$(BIN) model learn --backend inproc --out launch/sim/models/inproc.json \
+	  --commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!launch/sim/models' || echo +dirty)"
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/koala-emu

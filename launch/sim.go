@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -89,15 +90,17 @@ func RunSim(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Resul
 // on the simulation's runtime (its messages counted on the virtual clock,
 // all of them run on one goroutine).
 type simRun struct {
-	plan    *scenarios.Plan
-	opts    Options
-	spec    wiring.Spec
-	clk     *clock.Virtual
-	rt      *sim.Runtime
-	system  *actor.ActorSystem
-	env     actors.Env
-	model   *sim.Model
-	results *wiring.Results
+	plan   *scenarios.Plan
+	opts   Options
+	spec   wiring.Spec
+	clk    *clock.Virtual
+	rt     *sim.Runtime
+	system *actor.ActorSystem
+	env    actors.Env
+	model  *sim.Model
+	// modelSrc names the model file (or "typed").
+	modelSrc string
+	results  *wiring.Results
 }
 
 func newSimRun(plan *scenarios.Plan, opts Options, undo *wiring.Undo) (*simRun, error) {
@@ -115,7 +118,27 @@ func newSimRun(plan *scenarios.Plan, opts Options, undo *wiring.Undo) (*simRun, 
 		speeds[c.Name] = c.Speed
 	}
 	s.model = sim.NewModel(speeds, plan.Links)
+	f, src, err := simModelFile(opts.SimModel)
+	if err != nil {
+		return nil, err
+	}
+	s.model.WithFile(f)
+	s.modelSrc = src
 	return s, nil
+}
+
+// simModelFile loads the model file opts.SimModel names and says which it
+// is: the shipped file (""), none ("typed") or a path.
+func simModelFile(name string) (*sim.File, string, error) {
+	switch name {
+	case "":
+		f, err := sim.Shipped()
+		return f, "shipped launch/sim/models/inproc.json", err
+	case "typed":
+		return nil, "typed", nil
+	}
+	f, err := sim.LoadFile(name)
+	return f, name, err
 }
 
 func (s *simRun) spawn(props *actor.Props, name string) error {
@@ -220,6 +243,7 @@ func (s *simRun) run(ctx context.Context) wiring.Outcome {
 	defer stopWatch()
 	start()
 	err := s.clk.Run(ctx)
+	s.logSources()
 	mu.Lock()
 	why := reason
 	mu.Unlock()
@@ -282,11 +306,31 @@ func (s *simRun) start(ready chan struct{}) error {
 func (s *simRun) outcome(interrupted string) wiring.Outcome {
 	o := wiring.Outcome{Jobs: s.results.Recorder().Jobs(), Wall: s.clk.Wall(), Interrupted: interrupted,
 		Dilation: s.opts.Dilation, RequireFaithful: s.opts.RequireFaithful, Unmeasured: simUnmeasured,
-		Extra: map[string]any{"virtual_events": s.clk.Fired(), "simulated_s": s.clk.Now().Seconds()}}
+		Extra: map[string]any{"virtual_events": s.clk.Fired(), "simulated_s": s.clk.Now().Seconds(),
+			"model": map[string]any{"file": s.modelSrc, "sources": s.model.Sources()}}}
 	if interrupted != "" {
 		o.Jobs = wiring.FailUnfinished(o.Jobs, s.plan, interrupted)
 	}
 	return o
+}
+
+// logSources says on the progress writer which applications and sizes the
+// model file predicted and which fell back to the typed Traffic.
+func (s *simRun) logSources() {
+	var file, typed []string
+	for k, v := range s.model.Sources() {
+		switch v {
+		case "file":
+			file = append(file, k)
+		case "typed":
+			typed = append(typed, k)
+		default:
+			file, typed = append(file, k), append(typed, k)
+		}
+	}
+	sort.Strings(file)
+	sort.Strings(typed)
+	fmt.Fprintf(s.opts.Progress, "sim: model %s: learnt for %s; typed Traffic for %s\n", s.modelSrc, orNone(file), orNone(typed))
 }
 
 // progress prints a progress line every opts.ProgressEvery of wall time.

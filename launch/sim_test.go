@@ -183,3 +183,67 @@ func TestSimRefusesMalleable(t *testing.T) {
 		t.Fatal("the sim backend calibrated")
 	}
 }
+
+// The sim backend predicts from the shipped model file unless told
+// otherwise: das3-smoke's wave jobs of 16 nodes (a measured size) and its
+// poisson job of 12 (between two) take the file's time, and results.json
+// says so; --model typed changes the measured sizes' times, and a model
+// file that does not parse fails the run before it starts. (The fallback
+// beyond the file is sim's TestPredictUsesTheFile.)
+func TestSimModelFile(t *testing.T) {
+	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
+	run := func(model string) (*Result, map[string]any, error) {
+		dir := t.TempDir()
+		res, err := RunSim(context.Background(), plan, Options{Out: dir, SimModel: model})
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct {
+			Extra struct {
+				Model map[string]any `json:"model"`
+			} `json:"extra"`
+		}
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		return res, back.Extra.Model, nil
+	}
+	learnt, lm, err := run("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, tm, err := run("typed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := lm["sources"].(map[string]any)
+	if !strings.Contains(lm["file"].(string), "models/inproc.json") || src["wave/16"] != "file" || src["poisson/12"] != "file" {
+		t.Fatalf("results.json extra.model with the shipped file: %v", lm)
+	}
+	if tm["file"] != "typed" || tm["sources"].(map[string]any)["wave/16"] != "typed" {
+		t.Fatalf("results.json extra.model with --model typed: %v", tm)
+	}
+	exec := func(r *Result, id string) float64 {
+		for _, j := range r.Jobs {
+			if j.ID == id {
+				return j.Exec()
+			}
+		}
+		t.Fatalf("no job %s", id)
+		return 0
+	}
+	if a, b := exec(learnt, "j0001"), exec(typed, "j0001"); a == b {
+		t.Errorf("j0001 (wave, 16 nodes) takes %v s with the learnt model and with the typed one", a)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version": 1, "provenance": {"backend": "inproc"}, "reference": {"latency_ms": 0.03, "bandwidth_mbps": 560}, "apps": {"wave": {"sizes": [{"ranks": 8, "iterations": 10, "iteration_s": -1}]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(bad); err == nil || !strings.Contains(err.Error(), "apps.wave.sizes[0].iteration_s") {
+		t.Fatalf("a malformed model file: err %v, want one naming apps.wave.sizes[0].iteration_s", err)
+	}
+}

@@ -48,6 +48,7 @@ SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scena
 		newDivergeCmd(a),
 		newSweepCmd(a),
 		newNodeCmd(a),
+		newModelCmd(a),
 	)
 	for _, c := range allCommands(root) {
 		registerCompletions(c, a)

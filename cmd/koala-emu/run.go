@@ -32,6 +32,7 @@ type runCmdFlags struct {
 	runFlags
 	shaper string
 	quiet  bool
+	model  string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -56,6 +57,7 @@ workload, and write results.json, jobs.csv, events.jsonl and manifest.json to
 	f.register(fs, a)
 	fs.StringVar(&f.out, "out", "", "results directory (default runs/<scenario>-<yyyymmdd-hhmmss>)")
 	fs.StringVar(&f.shaper, "shaper", "auto", "link shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
+	fs.StringVar(&f.model, "model", "", "the sim backend's model file (koala-emu model learn), or typed for the applications' typed traffic alone (default: the shipped file, launch/sim/models/inproc.json)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addJSONFlag(cmd, &f.asJSON, "the run's summary")
 	f.o.register(fs)
@@ -77,7 +79,7 @@ func runScenario(cmd *cobra.Command, a *app, f *runCmdFlags, ro *runOutput) erro
 	if ro.Out == "" {
 		ro.Out = filepath.Join("runs", fmt.Sprintf("%s-%s", plan.Name, time.Now().Format("20060102-150405")))
 	}
-	opts := launch.Options{Out: ro.Out, Shaper: f.shaper, Progress: a.stderr, RequireFaithful: f.requireFaithful}
+	opts := launch.Options{Out: ro.Out, Shaper: f.shaper, Progress: a.stderr, RequireFaithful: f.requireFaithful, SimModel: f.model}
 	if f.quiet {
 		opts.Progress = nil
 	}

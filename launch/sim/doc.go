@@ -1,6 +1,7 @@
 // Package sim is what the sim backend (launch: --backend sim) puts in place
 // of real ranks and real time: a performance model of jobs' executions
-// (Model), a node actor that sleeps the predicted time instead of running
+// (Model), learnt from emulated runs into a model file (File, Fit; the
+// file measured on inproc is embedded: Shipped), a node actor that sleeps the predicted time instead of running
 // ranks (NodeProps), a prober that reads the link matrix instead of
 // measuring (Prober), and the runtime that puts every actor of a
 // simulation on a virtual clock (Runtime). The scheduler, information

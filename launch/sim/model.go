@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/koala-emu/koala-emu/netem"
@@ -29,16 +31,51 @@ import (
 // iterations are cut by the time scale and its clock runs as much faster,
 // so its scenario-time duration is the same); malleable applications are
 // refused (their duration depends on the resizes they go through).
+//
+// With a model file (WithFile), an application and job size the file has
+// (with default arguments) take the file's learnt iteration instead of the
+// typed Traffic: Iterations x On(latency, bandwidth) of SizeModel.Traffic,
+// divided by the speed as above. The rest falls back to the rule above;
+// Sources says which took which.
 type Model struct {
 	speeds map[string]float64
 	links  netem.Matrix
+	file   *File
+	mu     sync.Mutex
+	used   map[string]string // "app/ranks" -> "file" or "typed"
 }
 
 // NewModel returns the model of clusters' speeds (by cluster name; a
 // missing or non-positive speed counts as 1) over links, the undilated link
 // matrix.
 func NewModel(speeds map[string]float64, links netem.Matrix) *Model {
-	return &Model{speeds: speeds, links: links}
+	return &Model{speeds: speeds, links: links, used: map[string]string{}}
+}
+
+// WithFile makes m predict from a learnt model file where it can (nil:
+// the typed Traffic only) and returns m.
+func (m *Model) WithFile(f *File) *Model {
+	m.file = f
+	return m
+}
+
+// Sources says, for every application and job size predicted so far
+// ("app/ranks"), whether the model file ("file") or the typed Traffic
+// ("typed") gave its time, or "both" (jobs with arguments take the typed).
+func (m *Model) Sources() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.used)
+}
+
+func (m *Model) note(app string, n int, src string) {
+	k := fmt.Sprintf("%s/%d", app, n)
+	m.mu.Lock()
+	if prev := m.used[k]; prev != "" && prev != src {
+		src = "both"
+	}
+	m.used[k] = src
+	m.mu.Unlock()
 }
 
 // ErrMalleable is returned for a malleable application, which the model
@@ -81,6 +118,16 @@ func (m *Model) Predict(app string, args map[string]float64, clusters []string) 
 			speed = s
 		}
 	}
+	if s, ok := m.file.Lookup(app, n); ok && len(args) == 0 {
+		lat, bw, err := m.slowest(distinct)
+		if err != nil {
+			return 0, err
+		}
+		m.note(app, n, "file")
+		t := s.Traffic()
+		return time.Duration(t.Iterations * float64(t.On(lat, bw)) / speed), nil
+	}
+	m.note(app, n, "typed")
 	t, err := apps.TrafficOf(a, n, args)
 	if err != nil {
 		return 0, fmt.Errorf("predict %s on %d ranks: %w", app, n, err)
