@@ -227,4 +227,3 @@ func TestCleanBesideRuns(t *testing.T) {
 		assertAsBefore("after clean")
 	})
 }
-

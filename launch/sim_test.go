@@ -184,10 +184,11 @@ func TestSimRefusesMalleable(t *testing.T) {
 	}
 }
 
-// The sim backend predicts from the shipped model file unless told
-// otherwise: das3-smoke's wave jobs of 16 nodes (a measured size) and its
-// poisson job of 12 (between two) take the file's time, and results.json
-// says so; --model typed changes the measured sizes' times, and a model
+// The sim backend predicts from the typed Traffic unless told otherwise
+// (the same as --model typed); with --model shipped das3-smoke's wave jobs
+// of 16 nodes (a measured size) and its poisson job of 12 (between two)
+// take the file's time, and results.json says so; the file changes the
+// measured sizes' times, and a model
 // file that does not parse fails the run before it starts. (The fallback
 // beyond the file is sim's TestPredictUsesTheFile.)
 func TestSimModelFile(t *testing.T) {
@@ -212,11 +213,11 @@ func TestSimModelFile(t *testing.T) {
 		}
 		return res, back.Extra.Model, nil
 	}
-	learnt, lm, err := run("")
+	learnt, lm, err := run("shipped")
 	if err != nil {
 		t.Fatal(err)
 	}
-	typed, tm, err := run("typed")
+	typed, tm, err := run("")
 	if err != nil {
 		t.Fatal(err)
 	}

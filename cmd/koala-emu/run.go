@@ -57,7 +57,7 @@ workload, and write results.json, jobs.csv, events.jsonl and manifest.json to
 	f.register(fs, a)
 	fs.StringVar(&f.out, "out", "", "results directory (default runs/<scenario>-<yyyymmdd-hhmmss>)")
 	fs.StringVar(&f.shaper, "shaper", "auto", "link shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
-	fs.StringVar(&f.model, "model", "", "the sim backend's model file (koala-emu model learn), or typed for the applications' typed traffic alone (default: the shipped file, launch/sim/models/inproc.json)")
+	fs.StringVar(&f.model, "model", "", "the sim backend's model: typed (the applications' typed traffic), shipped (the file learnt on inproc, launch/sim/models/inproc.json) or a model file (koala-emu model learn) (default: typed)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	addJSONFlag(cmd, &f.asJSON, "the run's summary")
 	f.o.register(fs)

@@ -43,9 +43,10 @@ type Options struct {
 	// Dilation is how the run's dilation was chosen (launch.Prepare sets
 	// it); it is reported in results.json's fidelity section.
 	Dilation *fidelity.Choice
-	// SimModel is the sim backend's model file: empty for the one shipped
-	// (launch/sim/models/inproc.json), "typed" for the applications' typed
-	// Traffic alone, else a path (written by koala-emu model learn).
+	// SimModel is the sim backend's model file: empty or "typed" for the
+	// applications' typed Traffic alone, "shipped" for the file learnt on
+	// inproc (launch/sim/models/inproc.json), else a path (written by
+	// koala-emu model learn).
 	SimModel string
 }
 
