@@ -4,7 +4,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/koala-emu/koala-emu/results"
 )
 
 // smallGrid is a scenario of 16 hosts and four short jobs, so that several
@@ -106,17 +103,7 @@ func (l *launcher) awaitCompleted(t *testing.T) {
 	case <-time.After(8 * time.Minute):
 		t.Fatalf("%s run not done after 8 minutes", l.backend)
 	}
-	data, err := os.ReadFile(filepath.Join(l.out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		Books results.Books `json:"books"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
-	if b := res.Books; !b.Balanced() || b.Completed != b.Planned {
+	if b := readBooks(t, l.out); !b.Balanced() || b.Completed != b.Planned {
 		t.Errorf("%s run: want every job completed and the books balanced, got %+v", l.backend, b)
 	}
 }
@@ -144,29 +131,12 @@ func clean(t *testing.T, bin string) string {
 // After each step the machine holds what it held before the test.
 func TestCleanBesideRuns(t *testing.T) {
 	bin := cli(t)
-	images := cliImages(t)
-	t.Cleanup(func() {
-		for _, ref := range cliImages(t) {
-			if !slices.Contains(images, ref) {
-				_ = exec.Command("docker", "image", "rm", ref).Run()
-			}
-		}
-	})
+	removeNewCLIImages(t)
 	scenario := filepath.Join(t.TempDir(), "clean-small.yaml")
 	if err := os.WriteFile(scenario, []byte(smallGrid), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := hostState(t)
-	assertAsBefore := func(step string) {
-		t.Helper()
-		if after := hostState(t); !mapsEqual(before, after) {
-			for what := range before {
-				if !slices.Equal(before[what], after[what]) {
-					t.Errorf("%s: %s before the test:\n%s\nnow:\n%s", step, what, strings.Join(before[what], "\n"), strings.Join(after[what], "\n"))
-				}
-			}
-		}
-	}
 
 	t.Run("live runs kept", func(t *testing.T) {
 		n, d := startRun(t, bin, scenario, "netns"), startRun(t, bin, scenario, "docker")
@@ -180,7 +150,7 @@ func TestCleanBesideRuns(t *testing.T) {
 		}
 		n.awaitCompleted(t)
 		d.awaitCompleted(t)
-		assertAsBefore("after two runs")
+		assertState(t, "after two runs", before)
 	})
 
 	t.Run("killed docker launcher removed, live netns run kept", func(t *testing.T) {
@@ -205,7 +175,7 @@ func TestCleanBesideRuns(t *testing.T) {
 			t.Errorf("clean touched the live netns run's namespaces: %d -> %d", len(killed["namespaces"]), len(now["namespaces"]))
 		}
 		n.awaitCompleted(t)
-		assertAsBefore("after the live run")
+		assertState(t, "after the live run", before)
 	})
 
 	t.Run("killed netns launcher removed", func(t *testing.T) {
@@ -224,6 +194,6 @@ func TestCleanBesideRuns(t *testing.T) {
 		for time.Now().Before(deadline) && !mapsEqual(before, hostState(t)) {
 			time.Sleep(time.Second)
 		}
-		assertAsBefore("after clean")
+		assertState(t, "after clean", before)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -126,16 +127,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		}
 	}
 	bin := cli(t)
-	images := cliImages(t)
-	t.Cleanup(func() { // the docker runs built an image from bin: remove it
-		for _, ref := range cliImages(t) {
-			if !slices.Contains(images, ref) {
-				if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
-					t.Errorf("docker image rm %s: %v: %s", ref, err, out)
-				}
-			}
-		}
-	})
+	removeNewCLIImages(t)
 	scenario := os.Getenv(EnvInterruptScenario)
 	var jobs int
 	if scenario == "" {
@@ -159,6 +151,21 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			})
 		}
 	}
+}
+
+// removeNewCLIImages removes, when t ends, the images the docker runs of
+// t built from the command's binary.
+func removeNewCLIImages(t *testing.T) {
+	images := cliImages(t)
+	t.Cleanup(func() {
+		for _, ref := range cliImages(t) {
+			if !slices.Contains(images, ref) {
+				if out, err := exec.Command("docker", "image", "rm", ref).CombinedOutput(); err != nil {
+					t.Errorf("docker image rm %s: %v: %s", ref, err, out)
+				}
+			}
+		}
+	})
 }
 
 // cliImages lists the tags of the images `koala-emu run --backend docker`
@@ -219,17 +226,7 @@ func interruptRun(t *testing.T, bin, scenario, backend string, at, jobs int) {
 	if !errors.As(err, &ee) || !strings.Contains(strings.Join(tail, "\n"), "run interrupted") {
 		t.Errorf("want an exit status saying the run was interrupted, got %v; last lines:\n%s", err, strings.Join(tail, "\n"))
 	}
-	data, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatalf("results of the interrupted run: %v", err)
-	}
-	var res struct {
-		Books results.Books `json:"books"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
-	}
-	b := res.Books
+	b := readBooks(t, out)
 	t.Logf("%s: books %+v", backend, b)
 	if !b.Balanced() || b.Submitted != b.Ended() {
 		t.Errorf("books do not balance: %+v", b)
@@ -237,23 +234,36 @@ func interruptRun(t *testing.T, bin, scenario, backend string, at, jobs int) {
 	if b.Completed < at || b.Interrupted+b.NeverSubmitted == 0 {
 		t.Errorf("want at least %d completed and some jobs interrupted or never submitted, got %+v", at, b)
 	}
-	if after := hostState(t); !mapsEqual(before, after) {
-		for what := range before {
-			if !slices.Equal(before[what], after[what]) {
-				t.Errorf("%s before the run:\n%s\nafter:\n%s", what, strings.Join(before[what], "\n"), strings.Join(after[what], "\n"))
-			}
+	assertState(t, "after the run", before)
+}
+
+// readBooks reads the books of the run whose results are in dir.
+func readBooks(t *testing.T, dir string) results.Books {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatalf("results of the run: %v", err)
+	}
+	var res struct {
+		Books results.Books `json:"books"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Books
+}
+
+// assertState checks that the machine holds what it held in want.
+func assertState(t *testing.T, when string, want map[string][]string) {
+	t.Helper()
+	now := hostState(t)
+	for what := range want {
+		if !slices.Equal(want[what], now[what]) {
+			t.Errorf("%s: %s before:\n%s\nnow:\n%s", when, what, strings.Join(want[what], "\n"), strings.Join(now[what], "\n"))
 		}
 	}
 }
 
 func mapsEqual(a, b map[string][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !slices.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, slices.Equal[[]string])
 }

@@ -142,30 +142,11 @@ func learnModel(ctx context.Context, a *app, f *learnFlags, argv []string) error
 		}
 		am := &sim.AppModel{}
 		for _, n := range f.sizes {
-			iters := iterationsOf(app, n)
-			var runs []sim.Run
-			for _, l := range links {
-				done++
-				r, err := learnRun(ctx, b, f, app, n, iters, l, filepath.Join(dir, fmt.Sprintf("%s-%d-%g-%g", name, n, l.LatencyMS, l.BandwidthMBps)))
-				if err != nil {
-					return fmt.Errorf("model learn: %s on %d ranks at %g ms, %g MB/s: %w", name, n, l.LatencyMS, l.BandwidthMBps, err)
-				}
-				flag := ""
-				if r.Fidelity == fidelity.Degraded {
-					file.Provenance.Degraded++
-					flag = " DEGRADED: " + strings.Join(r.Reasons, "; ")
-				}
-				fmt.Fprintf(a.stderr, "model learn [%d/%d] %s %d ranks, link %.3g ms %g MB/s: exec %.3f s (time scale %.0f, dilation %.1f, wall %.1f s) %s%s\n",
-					done, total, name, n, l.LatencyMS, l.BandwidthMBps, r.ExecS, r.TimeScale, r.Dilation, r.WallS, r.Fidelity, flag)
-				runs = append(runs, r)
-			}
-			s, err := sim.Fit(n, iters, runs)
+			sm, err := learnSize(ctx, a, b, f, file, learnPoint{name: name, app: app, n: n, links: links, dir: dir, total: total}, &done)
 			if err != nil {
-				return fmt.Errorf("model learn: %s: %w", name, err)
+				return err
 			}
-			fmt.Fprintf(a.stderr, "model learn: %s %d ranks: iteration %.6g s, latency rounds %.3g, critical bytes %.4g (fit rms %.1f %%)\n",
-				name, n, s.IterationS, s.LatencyRounds, s.CritBytes, 100*s.RMSRelative)
-			am.Sizes = append(am.Sizes, s)
+			am.Sizes = append(am.Sizes, sm)
 		}
 		file.Apps[name] = am
 	}
@@ -182,6 +163,46 @@ func learnModel(ctx context.Context, a *app, f *learnFlags, argv []string) error
 	}
 	fmt.Fprintf(a.stderr, "model learn: %d runs in %.0f s, %d degraded; wrote %s\n", total, file.Provenance.LearnWallS, file.Provenance.Degraded, f.out)
 	return nil
+}
+
+// learnPoint is one application and size to learn, over links.
+type learnPoint struct {
+	name  string
+	app   apps.App
+	n     int
+	links []sim.LinkFigures
+	dir   string
+	total int // runs of the whole learn, for progress
+}
+
+// learnSize runs p's application on p.n ranks over every link, counting
+// degraded runs in file's provenance and the runs done in *done, and fits
+// the size's model.
+func learnSize(ctx context.Context, a *app, b launch.Backend, f *learnFlags, file *sim.File, p learnPoint, done *int) (sim.SizeModel, error) {
+	iters := iterationsOf(p.app, p.n)
+	var runs []sim.Run
+	for _, l := range p.links {
+		*done++
+		r, err := learnRun(ctx, b, f, p.app, p.n, iters, l, filepath.Join(p.dir, fmt.Sprintf("%s-%d-%g-%g", p.name, p.n, l.LatencyMS, l.BandwidthMBps)))
+		if err != nil {
+			return sim.SizeModel{}, fmt.Errorf("model learn: %s on %d ranks at %g ms, %g MB/s: %w", p.name, p.n, l.LatencyMS, l.BandwidthMBps, err)
+		}
+		flag := ""
+		if r.Fidelity == fidelity.Degraded {
+			file.Provenance.Degraded++
+			flag = " DEGRADED: " + strings.Join(r.Reasons, "; ")
+		}
+		fmt.Fprintf(a.stderr, "model learn [%d/%d] %s %d ranks, link %.3g ms %g MB/s: exec %.3f s (time scale %.0f, dilation %.1f, wall %.1f s) %s%s\n",
+			*done, p.total, p.name, p.n, l.LatencyMS, l.BandwidthMBps, r.ExecS, r.TimeScale, r.Dilation, r.WallS, r.Fidelity, flag)
+		runs = append(runs, r)
+	}
+	s, err := sim.Fit(p.n, iters, runs)
+	if err != nil {
+		return sim.SizeModel{}, fmt.Errorf("model learn: %s: %w", p.name, err)
+	}
+	fmt.Fprintf(a.stderr, "model learn: %s %d ranks: iteration %.6g s, latency rounds %.3g, critical bytes %.4g (fit rms %.1f %%)\n",
+		p.name, p.n, s.IterationS, s.LatencyRounds, s.CritBytes, 100*s.RMSRelative)
+	return s, nil
 }
 
 // iterationsOf is app's iteration count on n ranks at time scale 1 with
