@@ -235,3 +235,47 @@ func TestJSONOnFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestScenariosBackends: scenarios --backends covers every built-in
+// scenario on every backend; inproc, the reference backend, runs them all;
+// every refusal names the scenario field it refuses and the backend; and
+// the text matrix agrees with the JSON one.
+func TestScenariosBackends(t *testing.T) {
+	ta := newTestApp()
+	if code := ta.exec("scenarios", "--backends", "--json"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, ta.errOut.String())
+	}
+	var got scenariosOutput
+	decode(t, ta, &got)
+	names, backends := scenarios.Builtins(), launch.BackendNames()
+	if len(got.Support) != len(names)*len(backends) {
+		t.Fatalf("%d support entries, want %d scenarios x %d backends", len(got.Support), len(names), len(backends))
+	}
+	refused := 0
+	for _, s := range got.Support {
+		switch {
+		case s.Backend == "inproc" && !s.Runs:
+			t.Errorf("%s refused on inproc: %s", s.Scenario, s.Refused)
+		case s.Scenario == "das3-smoke" && !s.Runs:
+			t.Errorf("das3-smoke refused on %s: %s", s.Backend, s.Refused)
+		case s.Runs != (s.Refused == ""):
+			t.Errorf("%s on %s: runs %v with refusal %q", s.Scenario, s.Backend, s.Runs, s.Refused)
+		case !s.Runs:
+			refused++
+			field, _, ok := strings.Cut(s.Refused, ":")
+			if !ok || strings.Contains(field, " ") || !strings.Contains(s.Refused, "the "+s.Backend+" backend") {
+				t.Errorf("%s on %s: refusal %q names no field or not the backend", s.Scenario, s.Backend, s.Refused)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("no scenario refused anywhere: the batch scenarios cannot run on the grid backends")
+	}
+	ta = newTestApp()
+	if code := ta.exec("scenarios", "--backends"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, ta.errOut.String())
+	}
+	if n := strings.Count(ta.out.String(), "refused ["); n != refused {
+		t.Errorf("text matrix shows %d refusals, JSON %d:\n%s", n, refused, ta.out.String())
+	}
+}
