@@ -142,7 +142,9 @@ type fakeApp struct {
 	rejoined int
 }
 
-// step is one safe point of the whole job.
+// step is one safe point of the whole job: a resize every rank has its
+// request for is applied (after the lag, if any), then every running rank
+// computes one iteration.
 func (a *fakeApp) step(root *actor.RootContext) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -150,7 +152,25 @@ func (a *fakeApp) step(root *actor.RootContext) {
 		return
 	}
 	a.iters++
-	var running, joiners []*fakeMember
+	running, joiners := a.split()
+	for _, m := range running {
+		if m.pending != nil {
+			m.waited++
+		}
+	}
+	if a.resizeReady(running, joiners) {
+		if a.lagged < a.lag {
+			a.lagged++
+		} else {
+			a.lagged = 0
+			a.applyResize(root, running, joiners)
+		}
+	}
+	a.compute(root)
+}
+
+// split returns the running ranks, sorted by rank, and the joining ones.
+func (a *fakeApp) split() (running, joiners []*fakeMember) {
 	for _, m := range a.members {
 		if m.joiner {
 			joiners = append(joiners, m)
@@ -159,60 +179,69 @@ func (a *fakeApp) step(root *actor.RootContext) {
 		}
 	}
 	sort.Slice(running, func(i, j int) bool { return running[i].rank < running[j].rank })
+	return running, joiners
+}
+
+// resizeReady says whether every running rank has the same resize request
+// and every joiner of its new table has it too.
+func (a *fakeApp) resizeReady(running, joiners []*fakeMember) bool {
+	if len(running) == 0 || running[0].pending == nil {
+		return false
+	}
+	req := running[0].pending
 	for _, m := range running {
-		if m.pending != nil {
-			m.waited++
+		if m.pending == nil || m.pending.ResizeId != req.ResizeId {
+			return false
 		}
 	}
-	// Apply a resize once every running rank (and every joiner of the new
-	// table) has its request.
-	if len(running) > 0 && running[0].pending != nil {
-		req := running[0].pending
-		all := true
-		for _, m := range running {
-			if m.pending == nil || m.pending.ResizeId != req.ResizeId {
-				all = false
-			}
-		}
-		joined := 0
-		for _, m := range joiners {
-			if m.pending != nil && m.pending.ResizeId == req.ResizeId {
-				joined++
-			}
-		}
-		if all && joined == len(req.Peers)-(len(running)-countDeparting(running)) {
-			if a.lagged < a.lag {
-				a.lagged++
-				goto compute
-			}
-			a.lagged = 0
-			for _, m := range running {
-				p := m.pending
-				m.pending = nil
-				if p.Self < 0 {
-					root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: -1, Node: m.node,
-						ResizeS: a.resizeS, Released: true, SafePoints: m.waited})
-					delete(a.members, m.node)
-					root.Send(m.nodePID, &fakeFree{})
-					root.Send(a.runner, &msg.RankDone{JobId: a.job, Rank: m.rank, Node: m.node, Ok: true, Iterations: int32(a.iters)})
-				} else {
-					root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
-						ResizeS: a.resizeS, SafePoints: m.waited})
-					m.rank = p.Self
-				}
-				m.waited = 0
-			}
-			for _, m := range joiners {
-				p := m.pending
-				m.pending, m.joiner = nil, false
-				a.rejoined++
-				root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
-					ResizeS: a.resizeS})
-				m.rank = p.Self
-			}
+	joined := 0
+	for _, m := range joiners {
+		if m.pending != nil && m.pending.ResizeId == req.ResizeId {
+			joined++
 		}
 	}
-compute:
+	return joined == len(req.Peers)-(len(running)-countDeparting(running))
+}
+
+// applyResize applies the pending request of every rank: a departing rank
+// is released and frees its node, a staying one takes its new rank, a
+// joiner becomes a running rank.
+func (a *fakeApp) applyResize(root *actor.RootContext, running, joiners []*fakeMember) {
+	for _, m := range running {
+		p := m.pending
+		m.pending = nil
+		if p.Self < 0 {
+			a.depart(root, m, p)
+		} else {
+			root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
+				ResizeS: a.resizeS, SafePoints: m.waited})
+			m.rank = p.Self
+		}
+		m.waited = 0
+	}
+	for _, m := range joiners {
+		p := m.pending
+		m.pending, m.joiner = nil, false
+		a.rejoined++
+		root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: p.Self, Node: m.node,
+			ResizeS: a.resizeS})
+		m.rank = p.Self
+	}
+}
+
+// depart releases a rank the resize leaves out: it reports the resize and
+// its end, and frees its node.
+func (a *fakeApp) depart(root *actor.RootContext, m *fakeMember, p *msg.ResizeRanks) {
+	root.Send(a.runner, &msg.RankResized{JobId: a.job, ResizeId: p.ResizeId, Rank: m.rank, NewRank: -1, Node: m.node,
+		ResizeS: a.resizeS, Released: true, SafePoints: m.waited})
+	delete(a.members, m.node)
+	root.Send(m.nodePID, &fakeFree{})
+	root.Send(a.runner, &msg.RankDone{JobId: a.job, Rank: m.rank, Node: m.node, Ok: true, Iterations: int32(a.iters)})
+}
+
+// compute takes one unit of work per running rank; when none is left the
+// job is done and every running rank frees its node and reports its end.
+func (a *fakeApp) compute(root *actor.RootContext) {
 	n := 0
 	for _, m := range a.members {
 		if !m.joiner {

@@ -80,49 +80,14 @@ func Props(cfg Config) *actor.Props {
 func (r *runner) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
 	case *actor.Started:
-		ev := r.cfg.Env.Event(msg.EventSubmit, "runner", r.cfg.Job.Id)
-		ev.Fields = map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request}
-		ev.Values = map[string]float64{"size": float64(r.cfg.Job.Size)}
-		r.cfg.Env.Emit(ev)
-		ctx.Send(r.cfg.Scheduler, &msg.SubmitJob{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self())})
+		r.submit(ctx)
 	case *msg.JobRejected:
 		r.cause = msg.FailureCause_FAILURE_PLACEMENT
 		r.finish(ctx, fmt.Sprintf("placement failed after %d tries: %s", x.Tries, x.Reason))
 	case *msg.JobPlaced:
-		if r.placed != nil || r.finished {
-			return
-		}
-		r.placed = x
-		rank := int32(0)
-		for _, a := range x.Allocations {
-			for _, n := range a.Nodes {
-				r.members = append(r.members, &member{rank: rank, cluster: a.Cluster, node: n.Name, pid: n.Pid.PID()})
-				rank++
-			}
-		}
-		for _, m := range r.members {
-			if nd := r.down[m.node]; nd != nil {
-				r.nodeDown(ctx, nd)
-				return
-			}
-		}
-		r.cfg.Env.After(r.cfg.StartupDelay, ctx.Self(), &launch{attempt: r.attempt})
+		r.jobPlaced(ctx, x)
 	case *launch:
-		if x.attempt != r.attempt || r.placed == nil || r.failure != "" || r.finished {
-			return
-		}
-		for _, m := range r.members {
-			ctx.Send(m.pid, &msg.StartRank{
-				JobId: r.cfg.Job.Id, Rank: m.rank, Size: int32(len(r.members)), App: r.cfg.Job.App,
-				Args: r.cfg.Job.Args, TimeScale: r.cfg.TimeScale, Cluster: m.cluster, Runner: msg.FromPID(ctx.Self()),
-			})
-			if r.mig != nil && r.mig.restart != nil {
-				ctx.Send(m.pid, r.mig.restart)
-			}
-		}
-		self, attempt := ctx.Self(), r.attempt
-		t := time.AfterFunc(r.cfg.RankTimeout, func() { r.cfg.Env.System.Root.Send(self, &readyTimeout{attempt: attempt}) })
-		r.cancelArm = func() { t.Stop() }
+		r.startRanks(ctx, x)
 	case *readyTimeout:
 		if x.attempt == r.attempt && r.placed != nil && !r.started && !r.finished {
 			r.fail(ctx, msg.FailureCause_FAILURE_RANK_TIMEOUT, fmt.Sprintf("ranks not ready within %s", r.cfg.RankTimeout))
@@ -130,31 +95,9 @@ func (r *runner) Receive(ctx actor.Context) {
 	case *msg.RankReady:
 		r.ready(ctx, x)
 	case *msg.RankConnected:
-		if m := r.member(x.Rank); m != nil && !m.conn {
-			m.conn = true
-			r.connN++
-			if r.connN == len(r.members) && !r.started && r.failure == "" {
-				r.started = true
-				if r.cancelArm != nil {
-					r.cancelArm()
-				}
-				if r.mig == nil || r.mig.restart == nil {
-					r.cfg.Env.Emit(r.cfg.Env.Event(msg.EventStart, "runner", r.cfg.Job.Id))
-				}
-				r.contract()
-			}
-		}
+		r.rankConnected(x)
 	case *msg.RankDone:
-		// Matched on the node too: a late report of an earlier attempt's
-		// rank (the job was resubmitted) is not this attempt's.
-		if m := r.member(x.Rank); m != nil && m.done == nil && m.node == x.Node {
-			m.done = x
-			r.doneN++
-			if !x.Ok && r.failure == "" {
-				r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
-			}
-			r.maybeFinish(ctx)
-		}
+		r.rankDone(ctx, x)
 	case *msg.NodeDown:
 		r.nodeDown(ctx, x)
 	case *msg.PhaseDone:
@@ -164,6 +107,98 @@ func (r *runner) Receive(ctx actor.Context) {
 	case *msg.RankStopped:
 		r.rankStopped(x)
 	}
+}
+
+// submit records the job's submission and sends it to the scheduler.
+func (r *runner) submit(ctx actor.Context) {
+	ev := r.cfg.Env.Event(msg.EventSubmit, "runner", r.cfg.Job.Id)
+	ev.Fields = map[string]string{"app": r.cfg.Job.App, "request": r.cfg.Job.Request}
+	ev.Values = map[string]float64{"size": float64(r.cfg.Job.Size)}
+	r.cfg.Env.Emit(ev)
+	ctx.Send(r.cfg.Scheduler, &msg.SubmitJob{Job: r.cfg.Job, Runner: msg.FromPID(ctx.Self())})
+}
+
+// jobPlaced numbers the ranks over the placement's nodes and arms the
+// launch after the startup delay; a placement on a node already reported
+// down fails at once.
+func (r *runner) jobPlaced(ctx actor.Context, x *msg.JobPlaced) {
+	if r.placed != nil || r.finished {
+		return
+	}
+	r.placed = x
+	rank := int32(0)
+	for _, a := range x.Allocations {
+		for _, n := range a.Nodes {
+			r.members = append(r.members, &member{rank: rank, cluster: a.Cluster, node: n.Name, pid: n.Pid.PID()})
+			rank++
+		}
+	}
+	for _, m := range r.members {
+		if nd := r.down[m.node]; nd != nil {
+			r.nodeDown(ctx, nd)
+			return
+		}
+	}
+	r.cfg.Env.After(r.cfg.StartupDelay, ctx.Self(), &launch{attempt: r.attempt})
+}
+
+// startRanks starts every rank (with the checkpoint to restart from, for a
+// migrated job) and arms the timeout on their readiness.
+func (r *runner) startRanks(ctx actor.Context, x *launch) {
+	if x.attempt != r.attempt || r.placed == nil || r.failure != "" || r.finished {
+		return
+	}
+	for _, m := range r.members {
+		ctx.Send(m.pid, &msg.StartRank{
+			JobId: r.cfg.Job.Id, Rank: m.rank, Size: int32(len(r.members)), App: r.cfg.Job.App,
+			Args: r.cfg.Job.Args, TimeScale: r.cfg.TimeScale, Cluster: m.cluster, Runner: msg.FromPID(ctx.Self()),
+		})
+		if r.mig != nil && r.mig.restart != nil {
+			ctx.Send(m.pid, r.mig.restart)
+		}
+	}
+	self, attempt := ctx.Self(), r.attempt
+	t := time.AfterFunc(r.cfg.RankTimeout, func() { r.cfg.Env.System.Root.Send(self, &readyTimeout{attempt: attempt}) })
+	r.cancelArm = func() { t.Stop() }
+}
+
+// rankConnected counts a rank connected to its peers; when every rank is,
+// the job has started (a restarted migrating job emits no second start).
+func (r *runner) rankConnected(x *msg.RankConnected) {
+	m := r.member(x.Rank)
+	if m == nil || m.conn {
+		return
+	}
+	m.conn = true
+	r.connN++
+	if r.connN != len(r.members) || r.started || r.failure != "" {
+		return
+	}
+	r.started = true
+	if r.cancelArm != nil {
+		r.cancelArm()
+	}
+	if r.mig == nil || r.mig.restart == nil {
+		r.cfg.Env.Emit(r.cfg.Env.Event(msg.EventStart, "runner", r.cfg.Job.Id))
+	}
+	r.contract()
+}
+
+// rankDone records a rank's end, fails the job on a rank's error, and
+// finishes it when every rank has ended.
+func (r *runner) rankDone(ctx actor.Context, x *msg.RankDone) {
+	// Matched on the node too: a late report of an earlier attempt's
+	// rank (the job was resubmitted) is not this attempt's.
+	m := r.member(x.Rank)
+	if m == nil || m.done != nil || m.node != x.Node {
+		return
+	}
+	m.done = x
+	r.doneN++
+	if !x.Ok && r.failure == "" {
+		r.fail(ctx, msg.FailureCause_FAILURE_RANK, fmt.Sprintf("rank %d on %s: %s", x.Rank, x.Node, x.Error))
+	}
+	r.maybeFinish(ctx)
 }
 
 // nodeDown fails the job when the node lost held one of its ranks, and
