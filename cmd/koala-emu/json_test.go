@@ -242,6 +242,7 @@ func TestJSONOnFailure(t *testing.T) {
 // the text matrix agrees with the JSON one.
 func TestScenariosBackends(t *testing.T) {
 	ta := newTestApp()
+	ta.backends = launch.Backends()
 	if code := ta.exec("scenarios", "--backends", "--json"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, ta.errOut.String())
 	}
@@ -272,6 +273,7 @@ func TestScenariosBackends(t *testing.T) {
 		t.Error("no scenario refused anywhere: the batch scenarios cannot run on the grid backends")
 	}
 	ta = newTestApp()
+	ta.backends = launch.Backends()
 	if code := ta.exec("scenarios", "--backends"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, ta.errOut.String())
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +36,8 @@ type runCmdFlags struct {
 	shaper string
 	quiet  bool
 	model  string
+	// cpuProfile is where run writes a CPU profile of its own process.
+	cpuProfile string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -59,6 +64,7 @@ workload, and write results.json, jobs.csv, events.jsonl and manifest.json to
 	fs.StringVar(&f.shaper, "shaper", "auto", "link shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
 	fs.StringVar(&f.model, "model", "", "the sim backend's model: typed (the applications' typed traffic), shipped (the file learnt on inproc, launch/sim/models/inproc.json) or a model file (koala-emu model learn) (default: typed)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of this process to the file: every actor on inproc and sim, the launcher only on netns and docker")
 	addJSONFlag(cmd, &f.asJSON, "the run's summary")
 	f.o.register(fs)
 	return cmd
@@ -86,7 +92,12 @@ func runScenario(cmd *cobra.Command, a *app, f *runCmdFlags, ro *runOutput) erro
 	if err := launch.Check(b, plan, opts); err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
+	}
 	res, err := b.Run(cmd.Context(), plan, opts)
+	err = errors.Join(err, stop())
 	if res != nil {
 		ro.Summary = &res.Summary
 		w := a.stdout
@@ -97,4 +108,27 @@ func runScenario(cmd *cobra.Command, a *app, f *runCmdFlags, ro *runOutput) erro
 		fmt.Fprintf(w, "results in %s (results.json, jobs.csv, events.jsonl, manifest.json)\n", ro.Out)
 	}
 	return err
+}
+
+// startCPUProfile starts profiling this process's CPU into path (nothing
+// when path is empty); stop ends the profile and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := file.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }

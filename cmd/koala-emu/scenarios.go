@@ -41,7 +41,7 @@ func newScenariosCmd(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			out := scenariosOutput{Scenarios: scenarios.Builtins()}
 			if backends {
-				sup, err := builtinSupport(out.Scenarios)
+				sup, err := builtinSupport(a.backends, out.Scenarios)
 				if err != nil {
 					return err
 				}
@@ -51,7 +51,7 @@ func newScenariosCmd(a *app) *cobra.Command {
 			case asJSON:
 				return writeJSON(a.stdout, out)
 			case backends:
-				return printSupport(a, out.Support)
+				return printSupport(a, len(a.backends), out.Support)
 			}
 			for _, n := range out.Scenarios {
 				fmt.Fprintln(a.stdout, n)
@@ -66,14 +66,14 @@ func newScenariosCmd(a *app) *cobra.Command {
 
 // builtinSupport checks every named built-in scenario against every
 // backend, as run does before it starts (launch.Check, default options).
-func builtinSupport(names []string) ([]scenarioSupport, error) {
+func builtinSupport(backends []launch.Backend, names []string) ([]scenarioSupport, error) {
 	var sup []scenarioSupport
 	for _, n := range names {
 		plan, err := loadPlan(n, scenarios.Overrides{})
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", n, err)
 		}
-		for _, b := range launch.Backends() {
+		for _, b := range backends {
 			s := scenarioSupport{Scenario: n, Backend: b.Name(), Runs: true}
 			if err := launch.Check(b, plan, launch.Options{}); err != nil {
 				s.Runs, s.Refused = false, err.Error()
@@ -86,15 +86,21 @@ func builtinSupport(names []string) ([]scenarioSupport, error) {
 
 // printSupport prints the matrix (runs, or a footnote number) and the
 // footnotes with each distinct refusal's reason.
-func printSupport(a *app, sup []scenarioSupport) error {
-	names := launch.BackendNames()
+func printSupport(a *app, nb int, sup []scenarioSupport) error {
+	if nb == 0 {
+		return nil
+	}
+	var names []string
+	for _, s := range sup[:min(nb, len(sup))] {
+		names = append(names, s.Backend)
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SCENARIO\t%s\n", strings.ToUpper(strings.Join(names, "\t")))
 	var notes []string
 	index := map[string]int{} // reason -> footnote number
 	row := ""
 	for i, s := range sup {
-		if i%len(names) == 0 {
+		if i%nb == 0 {
 			row = s.Scenario
 		}
 		cell := "runs"
@@ -106,7 +112,7 @@ func printSupport(a *app, sup []scenarioSupport) error {
 			cell = fmt.Sprintf("refused [%d]", index[s.Refused])
 		}
 		row += "\t" + cell
-		if i%len(names) == len(names)-1 {
+		if i%nb == nb-1 {
 			fmt.Fprintln(tw, row)
 		}
 	}
