@@ -169,15 +169,21 @@ func (r *gridRun) shape(ctx context.Context) (netem.Manifest, error) {
 	a, b := pairFor(nodes)
 	// Delay lines never spin in a run: hundreds of them share the machine's
 	// cores with the applications, and spinning ones starve the rest.
+	began := time.Now()
 	info, err := r.l.model(ctx, r.opts.Shaper, -1, a, b, netem.PingPongOptions{}, r.plan.Links.MaxLatency(r.plan.Dilation))
 	if err != nil {
 		return netem.Manifest{}, err
 	}
-	if err := r.l.shapeAll(ctx, &info, r.l.hostsByRole(membership.RoleNode, membership.RoleCluster)); err != nil {
+	measured := time.Now()
+	shaped := r.l.hostsByRole(membership.RoleNode, membership.RoleCluster)
+	fmt.Fprintf(r.opts.Progress, r.backend+": mechanism and its model measured between %s and %s in %.1f s; installing it on %d hosts\n",
+		a.Name, b.Name, measured.Sub(began).Seconds(), len(shaped))
+	if err := r.l.shapeAll(ctx, &info, shaped); err != nil {
 		return netem.Manifest{}, err
 	}
 	r.info, r.shaped = info, time.Since(r.began)
-	fmt.Fprintf(r.opts.Progress, r.backend+": shaping in effect after %.1f s: %s\n", r.shaped.Seconds(), info.describe())
+	fmt.Fprintf(r.opts.Progress, r.backend+": shaping in effect after %.1f s (installed in %.1f s): %s\n", r.shaped.Seconds(),
+		time.Since(measured).Seconds(), info.describe())
 	manifest := info.Manifest(r.backend, r.plan.Links, r.plan.Dilation, nodes)
 	manifest.Backend = r.backend
 	return manifest, nil

@@ -132,18 +132,30 @@ func OverheadProbes(maxDelay time.Duration) []time.Duration {
 
 // OverheadProbeOptions is the ping-pong that measures the Overhead curve
 // at a probe delay: pp's 8-byte round trips, but fewer for long delays, so
-// that one probe takes about overheadProbeTime (at least 50 round trips),
-// and one 1 MB round trip (the curve needs only the latency).
+// that one probe takes about overheadProbeTime (at least 50 round trips
+// below longProbeDelay, at least 12 from there on), and one 1 MB round
+// trip (the curve needs only the latency).
 func OverheadProbeOptions(pp netem.PingPongOptions, delay time.Duration) netem.PingPongOptions {
 	if pp.LatencyRounds <= 0 {
 		pp.LatencyRounds = netem.DefaultLatencyRounds
 	}
 	if delay > 0 {
-		pp.LatencyRounds = min(pp.LatencyRounds, max(int(overheadProbeTime/(2*delay)), 50))
+		least := 50
+		if delay >= longProbeDelay {
+			least = 12
+		}
+		pp.LatencyRounds = min(pp.LatencyRounds, max(int(overheadProbeTime/(2*delay)), least))
 	}
 	pp.BandwidthRounds = 1
 	return pp
 }
+
+// longProbeDelay is where the delay line's overhead is at most a few per
+// cent of the delay (measured: 110-380 µs from 5 to 50 ms), so that the
+// median of 12 round trips places it well inside the 10 % latency
+// tolerance; 50 round trips at 50 ms took 5 s of every grid's start, 15 s
+// over the curve's three passes.
+const longProbeDelay = 5 * time.Millisecond
 
 // OverheadPasses is how many passes over the probe delays measure the
 // curve (netem.MeasureCurve keeps the median of each point).

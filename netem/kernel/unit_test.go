@@ -253,12 +253,18 @@ func TestOverheadProbes(t *testing.T) {
 		t.Errorf("probes %v, want every step", p)
 	}
 	// Long probes measure fewer round trips, short ones all, never fewer
-	// than 50 (unless asked for fewer).
+	// than 50 below 5 ms and 12 from there on (unless asked for fewer).
 	if o := OverheadProbeOptions(netem.PingPongOptions{}, 0); o.LatencyRounds != netem.DefaultLatencyRounds || o.BandwidthRounds != 1 {
 		t.Errorf("at zero delay %+v", o)
 	}
-	if o := OverheadProbeOptions(netem.PingPongOptions{}, 5*ms); o.LatencyRounds >= netem.DefaultLatencyRounds || o.LatencyRounds < 50 {
-		t.Errorf("at 5ms %+v", o)
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 2*ms); o.LatencyRounds >= netem.DefaultLatencyRounds || o.LatencyRounds < 50 {
+		t.Errorf("at 2ms %+v", o)
+	}
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 5*ms); o.LatencyRounds != 30 {
+		t.Errorf("at 5ms %+v, want 30 rounds (300 ms of probe)", o)
+	}
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 50*ms); o.LatencyRounds != 12 {
+		t.Errorf("at 50ms %+v, want the least, 12 rounds", o)
 	}
 	if o := OverheadProbeOptions(netem.PingPongOptions{LatencyRounds: 20}, 5*ms); o.LatencyRounds != 20 {
 		t.Errorf("asked for 20 rounds, got %+v", o)
