@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -21,8 +22,44 @@ type profile struct {
 	steps    []step
 }
 
-func newProfile(origin time.Duration, capacity int) *profile {
-	return &profile{capacity: capacity, steps: []step{{at: origin, free: capacity}}}
+// delta is a change of dfree free processors from instant at on.
+type delta struct {
+	at    time.Duration
+	dfree int
+}
+
+// profileOfDeltas returns the profile from origin of a cluster of capacity
+// processors changed by deltas (none before origin), the same steps adding
+// each hold in turn would give (no two neighbours equal), and the least
+// number of free processors over it. It sorts deltas.
+func profileOfDeltas(origin time.Duration, capacity int, deltas []delta) (*profile, int) {
+	slices.SortFunc(deltas, func(a, b delta) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return 0
+	})
+	free, k := capacity, 0
+	for ; k < len(deltas) && deltas[k].at <= origin; k++ {
+		free += deltas[k].dfree
+	}
+	p := &profile{capacity: capacity, steps: make([]step, 1, len(deltas)/2+2)}
+	p.steps[0] = step{at: origin, free: free}
+	least := free
+	for k < len(deltas) {
+		at := deltas[k].at
+		for ; k < len(deltas) && deltas[k].at == at; k++ {
+			free += deltas[k].dfree
+		}
+		if free != p.steps[len(p.steps)-1].free {
+			p.steps = append(p.steps, step{at: at, free: free})
+			least = min(least, free)
+		}
+	}
+	return p, least
 }
 
 // index returns the index of the step holding t (t >= origin).
@@ -70,6 +107,28 @@ func (p *profile) minFree(from, to time.Duration) int {
 		m = min(m, p.steps[k].free)
 	}
 	return m
+}
+
+// fitsBefore reports whether a job of procs processors held on [s, s+d)
+// could start earlier, at some t in [lb, s): whether procs processors are
+// free on [t, min(t+d, s)) for such a t. Its own hold covers the rest of
+// [t, t+d), so with the profile nowhere below 0 this says whether earliest
+// after taking the job out (from lb <= s) returns anything but s.
+func (p *profile) fitsBefore(lb, s time.Duration, procs int, d time.Duration) bool {
+	i := p.index(lb)
+	for i < len(p.steps) && p.steps[i].at < s {
+		t := max(lb, p.steps[i].at)
+		end := min(t+d, s)
+		j := i
+		for j < len(p.steps) && p.steps[j].at < end && p.steps[j].free >= procs {
+			j++
+		}
+		if j == len(p.steps) || p.steps[j].at >= end {
+			return true
+		}
+		i = j + 1
+	}
+	return false
 }
 
 // earliest returns the earliest instant s >= lb (lb >= origin) such that
