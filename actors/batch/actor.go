@@ -51,6 +51,9 @@ type manager struct {
 	order   []string // running job IDs in start order (deterministic states)
 	queue   []*waiting
 	known   map[string]bool
+	// the planner's inputs, reused (runningJobs, queuedJobs)
+	runBuf   []policy.Running
+	queueBuf []policy.Queued
 }
 
 // Props returns the props of a batch cluster manager. The configuration is
