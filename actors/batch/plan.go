@@ -115,26 +115,30 @@ func (m *manager) violation(what, detail string) {
 }
 
 // State is the cluster's state as a BatchState.
+//
+// A job's entry is made once and shared by the states published until it
+// changes (a queued job's reservation; a running job's never does): the
+// observers only read the states they are sent.
 func (m *manager) state() *msg.BatchState {
 	s := &msg.BatchState{Cluster: m.cfg.Name, NowNs: int64(m.now()), Capacity: int32(m.cfg.Capacity)}
-	// The jobs' messages are allocated together, one array per list.
 	if len(m.order) > 0 {
-		rs := make([]msg.BatchRunning, len(m.order))
 		s.Running = make([]*msg.BatchRunning, len(m.order))
 		for i, id := range m.order {
 			r := m.running[id]
-			rs[i].Id, rs[i].Procs, rs[i].StartNs, rs[i].WalltimeNs = id, r.job.GetProcs(), int64(r.start), r.job.GetWalltimeNs()
-			s.Running[i] = &rs[i]
+			if r.pub == nil {
+				r.pub = &msg.BatchRunning{Id: id, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
+			}
+			s.Running[i] = r.pub
 		}
 	}
 	if len(m.queue) > 0 {
-		qs := make([]msg.BatchQueued, len(m.queue))
 		s.Queue = make([]*msg.BatchQueued, len(m.queue))
 		for i, w := range m.queue {
-			q := &qs[i]
-			q.Id, q.Procs, q.WalltimeNs = w.job.GetId(), w.job.GetProcs(), w.job.GetWalltimeNs()
-			q.Held, q.ReservedNs, q.SubmitNs, q.Local = w.held, int64(w.reserved), w.job.GetSubmitNs(), w.job.GetLocal()
-			s.Queue[i] = q
+			if w.pub == nil || w.pub.Held != w.held || w.pub.ReservedNs != int64(w.reserved) {
+				w.pub = &msg.BatchQueued{Id: w.job.GetId(), Procs: w.job.GetProcs(), WalltimeNs: w.job.GetWalltimeNs(),
+					Held: w.held, ReservedNs: int64(w.reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()}
+			}
+			s.Queue[i] = w.pub
 		}
 	}
 	return s
