@@ -31,22 +31,40 @@ type delta struct {
 }
 
 // profileOfDeltas returns the profile from origin of a cluster of capacity
-// processors changed by deltas (none before origin), the same steps adding
+// processors, free of them at origin, changed by the deltas of a and b
+// (those at or before origin count from origin), the same steps adding
 // each hold in turn would give (no two neighbours equal), and the least
-// number of free processors over it. It sorts deltas.
-func profileOfDeltas(origin time.Duration, capacity int, deltas []delta) (*profile, int) {
-	sortDeltas(deltas)
-	free, k := capacity, 0
-	for ; k < len(deltas) && deltas[k].at <= origin; k++ {
-		free += deltas[k].dfree
+// number of free processors over it. It sorts b, and a unless a is sorted
+// already (the reservations of a queue planned first come, first served
+// are), and merges the two.
+func profileOfDeltas(origin time.Duration, capacity, free int, a, b []delta) (*profile, int) {
+	if !slices.IsSortedFunc(a, func(x, y delta) int { return cmp.Compare(x.at, y.at) }) {
+		sortDeltas(a)
 	}
-	p := &profile{capacity: capacity, steps: make([]step, 1, len(deltas)/2+2)}
+	sortDeltas(b)
+	i, j := 0, 0
+	for ; i < len(a) && a[i].at <= origin; i++ {
+		free += a[i].dfree
+	}
+	for ; j < len(b) && b[j].at <= origin; j++ {
+		free += b[j].dfree
+	}
+	p := &profile{capacity: capacity, steps: make([]step, 1, (len(a)+len(b))/2+2)}
 	p.steps[0] = step{at: origin, free: free}
 	least := free
-	for k < len(deltas) {
-		at := deltas[k].at
-		for ; k < len(deltas) && deltas[k].at == at; k++ {
-			free += deltas[k].dfree
+	for i < len(a) || j < len(b) {
+		var at time.Duration
+		switch {
+		case j == len(b) || (i < len(a) && a[i].at <= b[j].at):
+			at = a[i].at
+		default:
+			at = b[j].at
+		}
+		for ; i < len(a) && a[i].at == at; i++ {
+			free += a[i].dfree
+		}
+		for ; j < len(b) && b[j].at == at; j++ {
+			free += b[j].dfree
 		}
 		if free != p.steps[len(p.steps)-1].free {
 			p.steps = append(p.steps, step{at: at, free: free})

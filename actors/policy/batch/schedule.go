@@ -145,15 +145,17 @@ func checkInput(now time.Duration, capacity int, running []Running, queue []Queu
 	return held, nil
 }
 
-// runningDeltas appends the holds of the running jobs, from now to their
-// End, to ds.
-func runningDeltas(ds []delta, now time.Duration, running []Running) []delta {
+// runningFree returns the processors the running jobs leave free at now
+// and appends the instants they release them (their End) to ds.
+func runningFree(ds []delta, now time.Duration, capacity int, running []Running) (int, []delta) {
+	free := capacity
 	for _, r := range running {
 		if r.End() > now {
-			ds = append(ds, delta{now, -r.Procs}, delta{r.End(), r.Procs})
+			free -= r.Procs
+			ds = append(ds, delta{r.End(), r.Procs})
 		}
 	}
-	return ds
+	return free, ds
 }
 
 // compress books the held jobs' reservations (into res) on the profile the
@@ -169,13 +171,18 @@ func runningDeltas(ds []delta, now time.Duration, running []Running) []delta {
 // start before its reservation even with its own hold taken out stays: the
 // profile is the same as after taking it out and putting it back.
 func compress(backfill bool, now time.Duration, capacity int, running []Running, held []Queued, res []Reservation) *profile {
-	ds := runningDeltas(make([]delta, 0, 2*len(running)+2*len(held)), now, running)
-	for _, q := range held {
+	// starts: the holds' starts, in queue order; ends: the running jobs'
+	// and the holds' ends.
+	buf := make([]delta, 0, len(running)+2*len(held))
+	starts := buf[:len(held)]
+	free, ends := runningFree(buf[len(held):len(held)], now, capacity, running)
+	for i, q := range held {
 		s := max(q.Reserved, now)
-		ds = append(ds, delta{s, -q.Procs}, delta{s + q.Walltime, q.Procs})
+		starts[i] = delta{s, -q.Procs}
+		ends = append(ends, delta{s + q.Walltime, q.Procs})
 	}
 	placed := make([]bool, len(held))
-	prof, least := profileOfDeltas(now, capacity, ds)
+	prof, least := profileOfDeltas(now, capacity, free, starts, ends)
 	if least >= 0 {
 		for i, q := range held {
 			s := max(q.Reserved, now)
@@ -183,7 +190,8 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 			placed[i] = true
 		}
 	} else {
-		prof, _ = profileOfDeltas(now, capacity, runningDeltas(ds[:0], now, running))
+		free, ends := runningFree(buf[:0], now, capacity, running)
+		prof, _ = profileOfDeltas(now, capacity, free, nil, ends)
 		for i, q := range held {
 			s := max(q.Reserved, now)
 			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
