@@ -85,6 +85,8 @@ type Virtual struct {
 	fired   uint64
 	waits   uint64 // times Run waited for activity to settle (tests)
 	running bool
+
+	around func(f func()) // runs every AfterFunc callback (SetAround); nil: called plainly
 }
 
 // Interface check: a Virtual is a Clock.
@@ -293,6 +295,19 @@ func (c *Virtual) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	}
 }
 
+// SetAround makes around run every AfterFunc callback from then on:
+// around(f) must call f once, on the goroutine it was called on, and may
+// do more work after it, which then counts as the callback's (the clock
+// does not move before around returns). A simulation's dispatcher uses it
+// to handle the messages a callback sent on the advancing goroutine, right
+// after the callback, instead of handing them to a goroutine of its own.
+// Set it before Run or Step.
+func (c *Virtual) SetAround(around func(f func())) {
+	c.mu.Lock()
+	c.around = around
+	c.mu.Unlock()
+}
+
 // Sleep implements Clock: it waits until d of scenario time has passed or
 // ctx ends. See the type's comment for who releases the wake hold: the
 // lane of ctx (WithLane), or Sleep itself when ctx carries none. A d <= 0
@@ -445,9 +460,14 @@ func (c *Virtual) step() StepResult {
 		close(e.wake)
 		return Fired
 	}
+	around := c.around
 	c.mu.Unlock()
 	defer c.End()
-	e.f()
+	if around != nil {
+		around(e.f)
+	} else {
+		e.f()
+	}
 	return Fired
 }
 

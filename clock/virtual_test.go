@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -564,4 +565,24 @@ func BenchmarkVirtualSleepers(b *testing.B) {
 		events += c.Fired()
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// SetAround's function runs every AfterFunc callback, and the clock does
+// not move before it returns.
+func TestSetAroundRunsCallbacks(t *testing.T) {
+	c := NewVirtual()
+	var log []string
+	c.SetAround(func(f func()) {
+		log = append(log, "before")
+		f()
+		log = append(log, "after")
+	})
+	c.AfterFunc(time.Second, func() { log = append(log, "f") })
+	c.AfterFunc(time.Second, func() { log = append(log, "g") })
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(log, " "), "before f after before g after"; got != want {
+		t.Fatalf("log %q, want %q", got, want)
+	}
 }

@@ -82,6 +82,8 @@ type Recorder struct {
 	jobs     map[string]*Job
 	order    []string
 	events   *bufio.Writer
+	enc      eventEncoder // events.jsonl's encoder and
+	line     []byte       // its line buffer, reused from event to event
 	err      error
 	expected int
 	ended    int
@@ -142,11 +144,16 @@ func (r *Recorder) Record(ev *msg.Event) {
 	r.mu.Lock()
 	r.counts[ev.Kind]++
 	if r.events != nil && r.err == nil {
-		b, err := json.Marshal(eventJSON(ev))
+		b, ok := r.enc.appendEvent(r.line[:0], ev)
+		var err error
+		if !ok { // a value JSON cannot hold: json.Marshal names it
+			b, err = json.Marshal(eventJSON(ev))
+		}
 		if err == nil {
 			b = append(b, '\n')
 			_, err = r.events.Write(b)
 		}
+		r.line = b[:0]
 		if err != nil {
 			r.err = fmt.Errorf("write events: %w", err)
 		}

@@ -28,6 +28,7 @@ type running struct {
 	job   *msg.BatchJob
 	start time.Duration
 	stop  func()
+	pub   *msg.BatchRunning // its entry in the published states (state)
 }
 
 type waiting struct {
@@ -35,6 +36,7 @@ type waiting struct {
 	queued   time.Duration
 	held     bool
 	reserved time.Duration
+	pub      *msg.BatchQueued // its entry in the published states (state)
 }
 
 // jobDone is the manager's own timer: a running job reached the end of its
@@ -51,6 +53,9 @@ type manager struct {
 	order   []string // running job IDs in start order (deterministic states)
 	queue   []*waiting
 	known   map[string]bool
+	// the planner's inputs, reused (runningJobs, queuedJobs)
+	runBuf   []policy.Running
+	queueBuf []policy.Queued
 }
 
 // Props returns the props of a batch cluster manager. The configuration is

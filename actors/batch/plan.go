@@ -14,33 +14,37 @@ import (
 // every other queued job holds its (possibly earlier) reservation.
 func (m *manager) replan() {
 	now := m.now()
-	for _, id := range append([]string(nil), m.order...) {
+	var kill []string
+	for _, id := range m.order {
 		if r := m.running[id]; policy.KillTime(r.start, time.Duration(r.job.GetWalltimeNs())) <= now {
-			m.finish(id, r, true)
+			kill = append(kill, id)
 		}
+	}
+	for _, id := range kill {
+		m.finish(id, m.running[id], true)
 	}
 	plan, err := m.cfg.Policy.Schedule(now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
 	if err != nil {
 		m.violation("plan", err.Error())
 		return
 	}
-	starts := map[string]bool{}
-	for _, id := range plan.Start {
-		starts[id] = true
-	}
+	// plan.Start is in queue order: walk it beside the queue.
+	next := 0
 	kept := m.queue[:0]
 	for i, w := range m.queue {
 		r := plan.Reservations[i]
 		if r.Broken {
 			m.violation("reservation", fmt.Sprintf("job %s: reservation broken", r.ID))
 		}
-		if starts[w.job.GetId()] {
+		if next < len(plan.Start) && plan.Start[next] == w.job.GetId() {
+			next++
 			m.start(w)
 			continue
 		}
 		w.held, w.reserved = true, r.Start
 		kept = append(kept, w)
 	}
+	clear(m.queue[len(kept):])
 	m.queue = kept
 	if busy := m.busy(); busy > m.cfg.Capacity {
 		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", busy, m.cfg.Capacity))
@@ -81,21 +85,25 @@ func (m *manager) busy() int {
 	return n
 }
 
+// runningJobs and queuedJobs are the planner's inputs, in buffers reused
+// from plan to plan (the planner keeps neither).
 func (m *manager) runningJobs() []policy.Running {
-	out := make([]policy.Running, 0, len(m.order))
+	out := m.runBuf[:0]
 	for _, id := range m.order {
 		r := m.running[id]
 		out = append(out, policy.Running{ID: id, Procs: int(r.job.GetProcs()), Start: r.start, Walltime: time.Duration(r.job.GetWalltimeNs())})
 	}
+	m.runBuf = out
 	return out
 }
 
 func (m *manager) queuedJobs() []policy.Queued {
-	out := make([]policy.Queued, len(m.queue))
-	for i, w := range m.queue {
-		out[i] = policy.Queued{ID: w.job.GetId(), Procs: int(w.job.GetProcs()), Walltime: time.Duration(w.job.GetWalltimeNs()),
-			Held: w.held, Reserved: w.reserved}
+	out := m.queueBuf[:0]
+	for _, w := range m.queue {
+		out = append(out, policy.Queued{ID: w.job.GetId(), Procs: int(w.job.GetProcs()), Walltime: time.Duration(w.job.GetWalltimeNs()),
+			Held: w.held, Reserved: w.reserved})
 	}
+	m.queueBuf = out
 	return out
 }
 
@@ -107,15 +115,31 @@ func (m *manager) violation(what, detail string) {
 }
 
 // State is the cluster's state as a BatchState.
+//
+// A job's entry is made once and shared by the states published until it
+// changes (a queued job's reservation; a running job's never does): the
+// observers only read the states they are sent.
 func (m *manager) state() *msg.BatchState {
 	s := &msg.BatchState{Cluster: m.cfg.Name, NowNs: int64(m.now()), Capacity: int32(m.cfg.Capacity)}
-	for _, id := range m.order {
-		r := m.running[id]
-		s.Running = append(s.Running, &msg.BatchRunning{Id: id, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()})
+	if len(m.order) > 0 {
+		s.Running = make([]*msg.BatchRunning, len(m.order))
+		for i, id := range m.order {
+			r := m.running[id]
+			if r.pub == nil {
+				r.pub = &msg.BatchRunning{Id: id, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
+			}
+			s.Running[i] = r.pub
+		}
 	}
-	for _, w := range m.queue {
-		s.Queue = append(s.Queue, &msg.BatchQueued{Id: w.job.GetId(), Procs: w.job.GetProcs(), WalltimeNs: w.job.GetWalltimeNs(),
-			Held: w.held, ReservedNs: int64(w.reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()})
+	if len(m.queue) > 0 {
+		s.Queue = make([]*msg.BatchQueued, len(m.queue))
+		for i, w := range m.queue {
+			if w.pub == nil || w.pub.Held != w.held || w.pub.ReservedNs != int64(w.reserved) {
+				w.pub = &msg.BatchQueued{Id: w.job.GetId(), Procs: w.job.GetProcs(), WalltimeNs: w.job.GetWalltimeNs(),
+					Held: w.held, ReservedNs: int64(w.reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()}
+			}
+			s.Queue[i] = w.pub
+		}
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,13 +32,16 @@ type Config struct {
 }
 
 type entry struct {
-	job      *msg.JobSpec
-	runner   *actor.PID
-	req      placement.Request
-	tries    int
-	claimID  int64
-	claiming []placement.Assignment
-	replies  []*msg.ClaimReply
+	job    *msg.JobSpec
+	runner *actor.PID
+	req    placement.Request
+	// key is shapeKey(req), made once (cacheable false: requests with files)
+	key       string
+	cacheable bool
+	tries     int
+	claimID   int64
+	claiming  []placement.Assignment
+	replies   []*msg.ClaimReply
 }
 
 type scheduler struct {
@@ -97,6 +101,7 @@ func (s *scheduler) submit(ctx actor.Context, x *msg.SubmitJob) {
 		return
 	}
 	e.req = req
+	e.key, e.cacheable = shapeKey(req)
 	s.queue = append(s.queue, e)
 	s.scan(ctx, e) // a new job is tried at once
 }
@@ -148,7 +153,7 @@ func (s *scheduler) scan(ctx actor.Context, only *entry) {
 			keep = append(keep, e)
 			continue
 		}
-		key, cacheable := shapeKey(e.req)
+		key, cacheable := e.key, e.cacheable
 		out, hit := noFit[key]
 		if !cacheable || !hit {
 			out = s.cfg.Policy.Place(e.req, snap, s.cfg.Options)
@@ -298,9 +303,13 @@ func shapeKey(r placement.Request) (string, bool) {
 	if len(r.Files) > 0 {
 		return "", false
 	}
-	key := fmt.Sprintf("%d/%d", r.Type, r.Total)
+	// "type/total/cluster:size/..."
+	key := strconv.AppendInt(make([]byte, 0, 16+16*len(r.Components)), int64(r.Type), 10)
+	key = append(key, '/')
+	key = strconv.AppendInt(key, int64(r.Total), 10)
 	for _, c := range r.Components {
-		key += fmt.Sprintf("/%s:%d", c.Cluster, c.Size)
+		key = append(append(key, '/'), c.Cluster...)
+		key = strconv.AppendInt(append(key, ':'), int64(c.Size), 10)
 	}
-	return key, true
+	return string(key), true
 }

@@ -237,6 +237,10 @@ func TestShapeKey(t *testing.T) {
 			t.Errorf("%s differs but keys alike: %q", name, k)
 		}
 	}
+	fixed := placement.Request{Type: placement.Fixed, Total: 16, Components: []placement.Component{{Cluster: "vrije", Size: 8}, {Cluster: "leiden", Size: 8}}}
+	if k, _ := shapeKey(fixed); k != "1/16/vrije:8/leiden:8" {
+		t.Errorf("key %q, want type/total/cluster:size/...", k)
+	}
 	if _, ok := shapeKey(placement.Request{Type: placement.Flexible, Total: 8, Files: []placement.File{{Name: "f"}}}); ok {
 		t.Error("a request with files was keyed")
 	}

@@ -20,10 +20,15 @@ import (
 // fires its next event only once the dispatcher is entirely idle: no
 // mailbox run of the previous cascade can then race the next event's.
 type Serial struct {
-	A       clock.Activity // nil: no activity is counted
-	mu      sync.Mutex
-	queue   []func()
+	A     clock.Activity // nil: no activity is counted
+	mu    sync.Mutex
+	queue []func()
+	head  int // queue[head:] is still to run; the array is reused once empty
+	// running: a goroutine (drain) or Around is running the queue.
 	running bool
+	// inline: Around runs a clock callback; what it schedules waits for
+	// Around to run it once the callback has returned.
+	inline bool
 }
 
 var _ actor.Dispatcher = (*Serial)(nil)
@@ -33,7 +38,7 @@ var _ actor.Dispatcher = (*Serial)(nil)
 func (s *Serial) Schedule(fn func()) {
 	s.mu.Lock()
 	s.queue = append(s.queue, fn)
-	if s.running {
+	if s.running || s.inline {
 		s.mu.Unlock()
 		return
 	}
@@ -45,21 +50,51 @@ func (s *Serial) Schedule(fn func()) {
 	go s.drain()
 }
 
+// Around runs f, a callback of the clock (clock.Virtual.SetAround), and
+// then, on the same goroutine, every mailbox run scheduled while it ran,
+// and those these schedule, until the queue is empty. The clock holds its
+// callback's unit of activity until Around returns, so nothing is begun
+// for them. The order is the one drain would follow: runs start in the
+// order they were scheduled, after the callback (which only sends) has
+// returned. Runs scheduled during f from another goroutine while a drain
+// goroutine was already running are left to it.
+func (s *Serial) Around(f func()) {
+	s.mu.Lock()
+	s.inline = true
+	s.mu.Unlock()
+	f()
+	s.mu.Lock()
+	s.inline = false
+	if s.running || s.head == len(s.queue) {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	s.run()
+}
+
 func (s *Serial) drain() {
+	s.run()
+	if s.A != nil {
+		s.A.End()
+	}
+}
+
+// run runs the queue until it is empty, then clears running.
+func (s *Serial) run() {
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 {
+		if s.head == len(s.queue) {
 			s.running = false
-			s.queue = nil
+			clear(s.queue)
+			s.queue, s.head = s.queue[:0], 0
 			s.mu.Unlock()
-			if s.A != nil {
-				s.A.End()
-			}
 			return
 		}
-		fn := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
+		fn := s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head++
 		s.mu.Unlock()
 		fn()
 	}
@@ -98,8 +133,13 @@ type Runtime struct {
 }
 
 // NewRuntime returns the runtime of a simulation on clk.
+// The clock's callbacks run through the dispatcher's Around, so the
+// messages a callback sends are handled on the clock's goroutine right
+// after it.
 func NewRuntime(clk *clock.Virtual) *Runtime {
-	return &Runtime{Clock: clk, dispatch: &Serial{A: clk}, mailbox: actor.Unbounded(Counter{A: clk})}
+	d := &Serial{A: clk}
+	clk.SetAround(d.Around)
+	return &Runtime{Clock: clk, dispatch: d, mailbox: actor.Unbounded(Counter{A: clk})}
 }
 
 // Props makes p an actor of the simulation: its mailbox counts its

@@ -31,6 +31,13 @@
 //     dispatcher holds one unit of activity from the first mailbox run it
 //     is given until its queue is empty and the last run has returned.
 //
+// Most cascades start in a clock callback (a timer, a submission): the
+// runtime sets Serial.Around as the clock's callback wrapper, so the
+// mailbox runs such a callback schedules run right after it on the clock's
+// own goroutine, under the callback's unit of activity, instead of on a
+// goroutine started for the cascade; messages sent from elsewhere (the
+// root context before the run, a test) still get a drain goroutine.
+//
 // Nothing else sleeps: timers (actors.Env.After, Every) are events of the
 // clock (clock.Timers), the submissions are one event per job, and work an
 // actor hands off (actors.Env.Go, the cluster's probes) runs inline. So
@@ -44,8 +51,8 @@
 //
 // Events fire one at a time in (time, registration) order, each once the
 // cascade of the previous one has settled; within a cascade every mailbox
-// runs on the one goroutine of Serial, in the order the mailboxes were
-// given messages. No goroutine race orders anything, so a plan gives the
+// runs on one goroutine at a time, in the order the mailboxes were given
+// messages. No goroutine race orders anything, so a plan gives the
 // same jobs.csv, byte for byte, and the same events (but for their wall
 // stamps) on every run. A wall timer would break this: the runner's rank
 // timeout (wall time) never fires in a simulation, where ranks are ready

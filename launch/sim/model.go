@@ -3,7 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"maps"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,14 +43,14 @@ type Model struct {
 	links  netem.Matrix
 	file   *File
 	mu     sync.Mutex
-	used   map[string]string // "app/ranks" -> "file" or "typed"
+	used   map[appRanks]string // -> "file" or "typed"
 }
 
 // NewModel returns the model of clusters' speeds (by cluster name; a
 // missing or non-positive speed counts as 1) over links, the undilated link
 // matrix.
 func NewModel(speeds map[string]float64, links netem.Matrix) *Model {
-	return &Model{speeds: speeds, links: links, used: map[string]string{}}
+	return &Model{speeds: speeds, links: links, used: map[appRanks]string{}}
 }
 
 // WithFile makes m predict from a learnt model file where it can (nil:
@@ -65,11 +66,21 @@ func (m *Model) WithFile(f *File) *Model {
 func (m *Model) Sources() map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return maps.Clone(m.used)
+	out := make(map[string]string, len(m.used))
+	for k, v := range m.used {
+		out[k.app+"/"+strconv.Itoa(k.ranks)] = v
+	}
+	return out
+}
+
+// appRanks is an application and a job size, a key of Sources.
+type appRanks struct {
+	app   string
+	ranks int
 }
 
 func (m *Model) note(app string, n int, src string) {
-	k := fmt.Sprintf("%s/%d", app, n)
+	k := appRanks{app, n}
 	m.mu.Lock()
 	if prev := m.used[k]; prev != "" && prev != src {
 		src = "both"
@@ -100,11 +111,11 @@ func (m *Model) Predict(app string, args map[string]float64, clusters []string) 
 		return 0, fmt.Errorf("application %s: %w", app, ErrMalleable)
 	}
 	n := len(clusters)
-	var distinct []string
-	seen := map[string]bool{}
+	// The clusters in order of first appearance: a job spans a few, each
+	// rank names one, so a scan of those seen beats a set.
+	distinct := make([]string, 0, 4)
 	for _, c := range clusters {
-		if !seen[c] {
-			seen[c] = true
+		if !slices.Contains(distinct, c) {
 			distinct = append(distinct, c)
 		}
 	}

@@ -330,3 +330,48 @@ func TestPanickingHandlerHoldsTheClock(t *testing.T) {
 		t.Fatalf("after a panic: step %v at %v; want held at 0", r, clk.Now())
 	}
 }
+
+// A clock callback's messages are handled by the runtime after the
+// callback has returned, in the order they were sent, with every handler's
+// own sends after them, and before the clock fires the next event (which
+// here is due at the same time).
+func TestCallbackCascadeRunsAfterTheCallback(t *testing.T) {
+	clk := clock.NewVirtual()
+	rt := NewRuntime(clk)
+	system := actor.NewActorSystem(actors.QuietLogging())
+	defer system.Shutdown()
+	var log []string // only touched by handlers and callbacks, one at a time
+	var b *actor.PID
+	a := system.Root.Spawn(rt.Props(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(string); ok {
+			log = append(log, "a:"+m)
+			ctx.Send(b, m+"+")
+		}
+	})))
+	b = system.Root.Spawn(rt.Props(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(string); ok {
+			log = append(log, "b:"+m)
+		}
+	})))
+	waitFor(t, "the actors to start", func() bool { return clk.Active() == 0 })
+	clk.AfterFunc(time.Second, func() {
+		system.Root.Send(a, "1")
+		system.Root.Send(b, "2")
+		log = append(log, "callback")
+	})
+	clk.AfterFunc(time.Second, func() { log = append(log, "next") })
+	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	if err := clk.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"callback", "a:1", "b:2", "b:1+", "next"}
+	if len(log) != len(want) {
+		t.Fatalf("log %v, want %v", log, want)
+	}
+	for i := range want {
+		if log[i] != want[i] {
+			t.Fatalf("log %v, want %v", log, want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package batch
 
 import (
+	"cmp"
+	"math/bits"
+	"slices"
 	"sort"
 	"time"
 )
@@ -21,8 +24,107 @@ type profile struct {
 	steps    []step
 }
 
-func newProfile(origin time.Duration, capacity int) *profile {
-	return &profile{capacity: capacity, steps: []step{{at: origin, free: capacity}}}
+// delta is a change of dfree free processors from instant at on.
+type delta struct {
+	at    time.Duration
+	dfree int
+}
+
+// profileOfDeltas returns the profile from origin of a cluster of capacity
+// processors, free of them at origin, changed by the deltas of a and b
+// (those at or before origin count from origin), the same steps adding
+// each hold in turn would give (no two neighbours equal), and the least
+// number of free processors over it. It sorts b, and a unless a is sorted
+// already (the reservations of a queue planned first come, first served
+// are), and merges the two.
+func profileOfDeltas(origin time.Duration, capacity, free int, a, b []delta) (*profile, int) {
+	if !slices.IsSortedFunc(a, func(x, y delta) int { return cmp.Compare(x.at, y.at) }) {
+		sortDeltas(a)
+	}
+	sortDeltas(b)
+	i, j := 0, 0
+	for ; i < len(a) && a[i].at <= origin; i++ {
+		free += a[i].dfree
+	}
+	for ; j < len(b) && b[j].at <= origin; j++ {
+		free += b[j].dfree
+	}
+	p := &profile{capacity: capacity, steps: make([]step, 1, (len(a)+len(b))/2+2)}
+	p.steps[0] = step{at: origin, free: free}
+	least := free
+	for i < len(a) || j < len(b) {
+		var at time.Duration
+		switch {
+		case j == len(b) || (i < len(a) && a[i].at <= b[j].at):
+			at = a[i].at
+		default:
+			at = b[j].at
+		}
+		for ; i < len(a) && a[i].at == at; i++ {
+			free += a[i].dfree
+		}
+		for ; j < len(b) && b[j].at == at; j++ {
+			free += b[j].dfree
+		}
+		if free != p.steps[len(p.steps)-1].free {
+			p.steps = append(p.steps, step{at: at, free: free})
+			least = min(least, free)
+		}
+	}
+	return p, least
+}
+
+// sortDeltas sorts ds by instant (deltas at the same instant in any order:
+// they are summed): a quicksort on the instants, inlined, which the plans
+// of a busy cluster spend much of their time in, falling back to the
+// standard library's sort on a pathological input.
+func sortDeltas(ds []delta) { quickDeltas(ds, 2*bits.Len(uint(len(ds)))) }
+
+func quickDeltas(ds []delta, depth int) {
+	for len(ds) > 12 {
+		if depth == 0 {
+			slices.SortFunc(ds, func(a, b delta) int { return cmp.Compare(a.at, b.at) })
+			return
+		}
+		depth--
+		// Median of three to ds[0], then Hoare partition around it.
+		m := len(ds) / 2
+		a, b, c := ds[1].at, ds[m].at, ds[len(ds)-1].at
+		switch {
+		case (a <= b && b <= c) || (c <= b && b <= a):
+			ds[0], ds[m] = ds[m], ds[0]
+		case (b <= a && a <= c) || (c <= a && a <= b):
+			ds[0], ds[1] = ds[1], ds[0]
+		default:
+			ds[0], ds[len(ds)-1] = ds[len(ds)-1], ds[0]
+		}
+		pivot := ds[0].at
+		i, j := 0, len(ds)
+		for {
+			for i++; i < len(ds) && ds[i].at < pivot; i++ {
+			}
+			for j--; ds[j].at > pivot; j-- {
+			}
+			if i >= j {
+				break
+			}
+			ds[i], ds[j] = ds[j], ds[i]
+		}
+		ds[0], ds[j] = ds[j], ds[0]
+		// Recurse into the smaller side, loop on the larger.
+		if j < len(ds)-1-j {
+			quickDeltas(ds[:j], depth)
+			ds = ds[j+1:]
+		} else {
+			quickDeltas(ds[j+1:], depth)
+			ds = ds[:j]
+		}
+	}
+	for i := 1; i < len(ds); i++ {
+		for k := i; k > 0 && ds[k].at < ds[k-1].at; k-- {
+			ds[k], ds[k-1] = ds[k-1], ds[k]
+		}
+	}
 }
 
 // index returns the index of the step holding t (t >= origin).
@@ -70,6 +172,28 @@ func (p *profile) minFree(from, to time.Duration) int {
 		m = min(m, p.steps[k].free)
 	}
 	return m
+}
+
+// fitsBefore reports whether a job of procs processors held on [s, s+d)
+// could start earlier, at some t in [lb, s): whether procs processors are
+// free on [t, min(t+d, s)) for such a t. Its own hold covers the rest of
+// [t, t+d), so with the profile nowhere below 0 this says whether earliest
+// after taking the job out (from lb <= s) returns anything but s.
+func (p *profile) fitsBefore(lb, s time.Duration, procs int, d time.Duration) bool {
+	i := p.index(lb)
+	for i < len(p.steps) && p.steps[i].at < s {
+		t := max(lb, p.steps[i].at)
+		end := min(t+d, s)
+		j := i
+		for j < len(p.steps) && p.steps[j].at < end && p.steps[j].free >= procs {
+			j++
+		}
+		if j == len(p.steps) || p.steps[j].at >= end {
+			return true
+		}
+		i = j + 1
+	}
+	return false
 }
 
 // earliest returns the earliest instant s >= lb (lb >= origin) such that

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -71,12 +72,12 @@ func EstimateCompletion(p Policy, now time.Duration, capacity int, running []Run
 //     reservation is refused (an error) rather than reordered: new jobs
 //     join the tail of the queue.
 func schedule(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
-	prof, held, err := profileOf(now, capacity, running, queue)
+	held, err := checkInput(now, capacity, running, queue)
 	if err != nil {
 		return Plan{}, err
 	}
 	res := make([]Reservation, len(queue))
-	compress(backfill, now, prof, queue[:held], res)
+	prof := compress(backfill, now, capacity, running, queue[:held], res)
 	next := now
 	if !backfill && held > 0 {
 		next = res[held-1].Start
@@ -98,87 +99,139 @@ func schedule(backfill bool, now time.Duration, capacity int, running []Running,
 	return plan, nil
 }
 
-// profileOf checks the input and returns the availability profile the
-// running jobs leave from now on, and how many queued jobs (a prefix of
+// seenPool recycles checkInput's set of queued IDs: a plan is made on every
+// change of a cluster, and the set would be its largest allocation.
+var seenPool = sync.Pool{New: func() any { return map[string]struct{}{} }}
+
+// checkInput checks the input and returns how many queued jobs (a prefix of
 // the queue) hold a reservation.
-func profileOf(now time.Duration, capacity int, running []Running, queue []Queued) (*profile, int, error) {
+func checkInput(now time.Duration, capacity int, running []Running, queue []Queued) (int, error) {
 	if capacity < 1 {
-		return nil, 0, fmt.Errorf("capacity %d is less than 1", capacity)
+		return 0, fmt.Errorf("capacity %d is less than 1", capacity)
 	}
-	prof := newProfile(now, capacity)
 	busy := 0
 	for i, r := range running {
 		if err := checkJob(r.Procs, r.Walltime, capacity); err != nil {
-			return nil, 0, fmt.Errorf("running[%d] (job %q): %w", i, r.ID, err)
+			return 0, fmt.Errorf("running[%d] (job %q): %w", i, r.ID, err)
 		}
 		if r.End() > now {
 			busy += r.Procs
-			prof.add(now, r.End(), -r.Procs)
 		}
 	}
 	if busy > capacity {
-		return nil, 0, fmt.Errorf("running: %d processors busy on a cluster of %d", busy, capacity)
+		return 0, fmt.Errorf("running: %d processors busy on a cluster of %d", busy, capacity)
 	}
-	seen := make(map[string]bool, len(queue))
+	seen := seenPool.Get().(map[string]struct{})
+	defer func() {
+		clear(seen)
+		seenPool.Put(seen)
+	}()
 	held := 0
 	for i, q := range queue {
 		if err := checkJob(q.Procs, q.Walltime, capacity); err != nil {
-			return nil, 0, fmt.Errorf("queue[%d] (job %q): %w", i, q.ID, err)
+			return 0, fmt.Errorf("queue[%d] (job %q): %w", i, q.ID, err)
 		}
-		if seen[q.ID] {
-			return nil, 0, fmt.Errorf("queue[%d]: duplicate job ID %q", i, q.ID)
+		if _, dup := seen[q.ID]; dup {
+			return 0, fmt.Errorf("queue[%d]: duplicate job ID %q", i, q.ID)
 		}
-		seen[q.ID] = true
+		seen[q.ID] = struct{}{}
 		if q.Held {
 			if held != i {
-				return nil, 0, fmt.Errorf("queue[%d] (job %q): holds a reservation behind a job without one", i, q.ID)
+				return 0, fmt.Errorf("queue[%d] (job %q): holds a reservation behind a job without one", i, q.ID)
 			}
 			held++
 		}
 	}
-	return prof, held, nil
+	return held, nil
 }
 
-// compress books the held jobs' reservations on prof (into res), then moves
-// them forward in queue order until none moves: a reservation never moves
-// later than its promise; one that no longer fits is marked Broken.
-func compress(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation) {
-	placed := make([]bool, len(held))
+// runningFree returns the processors the running jobs leave free at now
+// and appends the instants they release them (their End) to ds.
+func runningFree(ds []delta, now time.Duration, capacity int, running []Running) (int, []delta) {
+	free := capacity
+	for _, r := range running {
+		if r.End() > now {
+			free -= r.Procs
+			ds = append(ds, delta{r.End(), r.Procs})
+		}
+	}
+	return free, ds
+}
+
+// compress books the held jobs' reservations (into res) on the profile the
+// running jobs leave from now on, then moves them forward in queue order
+// until none moves: a reservation never moves later than its promise; one
+// that no longer fits is marked Broken. It returns the profile holding
+// every reservation.
+//
+// When every promise fits together (the profile holding them all is
+// nowhere below 0, so each fits on the ones before it) the profile is made
+// in one sweep over the holds' ends; otherwise they are booked one by one
+// and those that do not fit are left out. In a pass, a job that could not
+// start before its reservation even with its own hold taken out stays: the
+// profile is the same as after taking it out and putting it back.
+func compress(backfill bool, now time.Duration, capacity int, running []Running, held []Queued, res []Reservation) *profile {
+	// starts: the holds' starts, in queue order; ends: the running jobs'
+	// and the holds' ends.
+	buf := make([]delta, 0, len(running)+2*len(held))
+	starts := buf[:len(held)]
+	free, ends := runningFree(buf[len(held):len(held)], now, capacity, running)
 	for i, q := range held {
 		s := max(q.Reserved, now)
-		res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
-		if prof.minFree(s, s+q.Walltime) >= q.Procs {
-			prof.add(s, s+q.Walltime, -q.Procs)
+		starts[i] = delta{s, -q.Procs}
+		ends = append(ends, delta{s + q.Walltime, q.Procs})
+	}
+	placed := make([]bool, len(held))
+	prof, least := profileOfDeltas(now, capacity, free, starts, ends)
+	if least >= 0 {
+		for i, q := range held {
+			s := max(q.Reserved, now)
+			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
 			placed[i] = true
-		} else {
-			res[i].Broken = true
+		}
+	} else {
+		free, ends := runningFree(buf[:0], now, capacity, running)
+		prof, _ = profileOfDeltas(now, capacity, free, nil, ends)
+		for i, q := range held {
+			s := max(q.Reserved, now)
+			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
+			if prof.minFree(s, s+q.Walltime) >= q.Procs {
+				prof.add(s, s+q.Walltime, -q.Procs)
+				placed[i] = true
+			} else {
+				res[i].Broken = true
+			}
 		}
 	}
 	for pass := 0; pass <= len(held); pass++ {
 		moved := false
 		lb := now
 		for i, q := range held {
-			if placed[i] {
-				prof.add(res[i].Start, res[i].End, q.Procs)
-			}
-			s := prof.earliest(lb, q.Procs, q.Walltime)
-			if !placed[i] || s != res[i].Start {
-				moved = true
+			s := res[i].Start
+			if !placed[i] || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
+				if placed[i] {
+					prof.add(res[i].Start, res[i].End, q.Procs)
+				}
+				s = prof.earliest(lb, q.Procs, q.Walltime)
+				if !placed[i] || s != res[i].Start {
+					moved = true
+				}
+				res[i].Start, res[i].End = s, s+q.Walltime
+				prof.add(s, s+q.Walltime, -q.Procs)
+				placed[i] = true
 			}
 			if s > max(q.Reserved, now) {
 				res[i].Broken = true
 			}
-			res[i].Start, res[i].End = s, s+q.Walltime
-			prof.add(s, s+q.Walltime, -q.Procs)
-			placed[i] = true
 			if !backfill {
 				lb = s
 			}
 		}
 		if !moved {
-			return
+			return prof
 		}
 	}
+	return prof
 }
 
 // FCFS is first come, first served: jobs start in queue order, each at the

@@ -1,0 +1,155 @@
+package results
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/koala-emu/koala-emu/actors/msg"
+)
+
+// eventEncoder writes an event as the JSON object eventJSON makes of it,
+// byte for byte what json.Marshal(eventJSON(ev)) writes (keys sorted, a
+// field's value replaced by a value of the same key, floats as
+// encoding/json formats them, strings escaped as it escapes them), without
+// building the map or reflecting over it. Its scratch slice is reused from
+// event to event; it is not safe for concurrent use (the recorder's lock
+// guards it).
+type eventEncoder struct {
+	kvs []eventKV
+}
+
+// eventKV is one member of the object: a string, or a number when num.
+type eventKV struct {
+	key string
+	str string
+	num float64
+	isN bool
+}
+
+// appendEvent appends ev's JSON object to b. It returns false, and b
+// unchanged in meaning, when a number is not finite: JSON cannot hold it
+// and json.Marshal's error is the one to report.
+func (e *eventEncoder) appendEvent(b []byte, ev *msg.Event) ([]byte, bool) {
+	kvs := e.kvs[:0]
+	kvs = append(kvs, eventKV{key: "t_s", num: round(ev.TS), isN: true},
+		eventKV{key: "wall_s", num: round(ev.WallS), isN: true},
+		eventKV{key: "kind", str: ev.Kind})
+	if ev.JobId != "" {
+		kvs = append(kvs, eventKV{key: "job", str: ev.JobId})
+	}
+	if ev.Source != "" {
+		kvs = append(kvs, eventKV{key: "source", str: ev.Source})
+	}
+	for k, v := range ev.Fields {
+		kvs = append(kvs, eventKV{key: k, str: v})
+	}
+	for k, v := range ev.Values {
+		kvs = append(kvs, eventKV{key: k, num: round(v), isN: true})
+	}
+	// Insertion sort by key, stable: of equal keys the last one set wins,
+	// as in the map (a value over a field, a field over a fixed member).
+	for i := 1; i < len(kvs); i++ {
+		for j := i; j > 0 && kvs[j].key < kvs[j-1].key; j-- {
+			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
+		}
+	}
+	e.kvs = kvs
+	b = append(b, '{')
+	n := 0
+	for i, kv := range kvs {
+		if i+1 < len(kvs) && kvs[i+1].key == kv.key {
+			continue // overwritten by a later member of the same key
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendJSONString(b, kv.key)
+		b = append(b, ':')
+		if !kv.isN {
+			b = appendJSONString(b, kv.str)
+			continue
+		}
+		if math.IsInf(kv.num, 0) || math.IsNaN(kv.num) {
+			return b, false
+		}
+		b = appendJSONFloat(b, kv.num)
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONFloat formats f as encoding/json does a float64: like %g with
+// ES6's exponent cutoffs and no exponent padding.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does (HTML-safe: <, > and &
+// escaped; invalid UTF-8 as U+FFFD; U+2028 and U+2029 escaped).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
