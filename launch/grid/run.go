@@ -88,7 +88,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Con
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go r.l.submit(runCtx, plan, clk)
-	faultsDone := wiring.FaultRun{Plan: plan, Applier: gridFaults{ctx: runCtx, plat: r.plat},
+	faultsDone := wiring.FaultRun{Plan: plan, Applier: gridFaults{ctx: runCtx, plat: r.plat, l: r.l, links: plan.Links},
 		Env: actors.Env{System: r.l.system, Clock: clk, Recorder: r.l.system.NewLocalPID(wiring.ActorRecorder)}}.Start(runCtx)
 	out := rs.Await(ctx, clk, opts, stopRun)
 	faultsDone()
