@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
@@ -42,10 +43,20 @@ type gridFaults struct {
 	plat  Platform
 	l     *launcher
 	links netem.Matrix
+
+	mu     sync.Mutex
+	killed map[string]bool // hosts the timeline killed (the membership may not know yet)
+}
+
+func newGridFaults(ctx context.Context, plat Platform, l *launcher, links netem.Matrix) *gridFaults {
+	return &gridFaults{ctx: ctx, plat: plat, l: l, links: links, killed: map[string]bool{}}
 }
 
 // Kill kills the node's host.
-func (g gridFaults) Kill(node, _ string) error {
+func (g *gridFaults) Kill(node, _ string) error {
+	g.mu.Lock()
+	g.killed[node] = true
+	g.mu.Unlock()
 	switch k := g.plat.(type) {
 	case interface {
 		Kill(context.Context, string) error
@@ -62,9 +73,9 @@ func (g gridFaults) Kill(node, _ string) error {
 // Cut cuts (or heals) every application link between cluster and the
 // other clusters: each live shaping host of cluster drops its traffic to
 // and from the clusters it has an available link with.
-func (g gridFaults) Cut(cluster string, cut bool) error {
+func (g *gridFaults) Cut(cluster string, cut bool) error {
 	req := &msg.GridCut{Clusters: cutPeers(g.links, cluster), Cut: cut}
-	hosts := shapingHosts(g.l.hostsByRole(membership.RoleNode, membership.RoleCluster), cluster)
+	hosts := shapingHosts(g.live(), cluster)
 	if len(hosts) == 0 {
 		return fmt.Errorf("no live host of cluster %s", cluster)
 	}
@@ -74,8 +85,8 @@ func (g gridFaults) Cut(cluster string, cut bool) error {
 
 // SetLink gives every live shaping host of a its link to b and every one
 // of b its link to a (l undilated; each host dilates and shapes it).
-func (g gridFaults) SetLink(a, b string, l netem.Link) error {
-	targets := linkTargets(g.l.hostsByRole(membership.RoleNode, membership.RoleCluster), a, b)
+func (g *gridFaults) SetLink(a, b string, l netem.Link) error {
+	targets := linkTargets(g.live(), a, b)
 	if len(targets) == 0 {
 		return fmt.Errorf("no live host of cluster %s or %s", a, b)
 	}
@@ -98,6 +109,20 @@ func (g gridFaults) SetLink(a, b string, l netem.Link) error {
 		}
 	}
 	return firstErrors(errors.Join(errs...))
+}
+
+// live are the shaping hosts in the membership, less those the timeline
+// killed (a kill is detected seconds later).
+func (g *gridFaults) live() []membership.Member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []membership.Member
+	for _, m := range g.l.hostsByRole(membership.RoleNode, membership.RoleCluster) {
+		if !g.killed[m.Name] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // linkTarget is a host told its link towards a cluster.
@@ -164,4 +189,4 @@ func firstErrors(err error) error {
 	return errors.Join(errs...)
 }
 
-var _ wiring.FaultApplier = gridFaults{}
+var _ wiring.FaultApplier = (*gridFaults)(nil)
