@@ -166,3 +166,13 @@ func TestFirstErrors(t *testing.T) {
 		t.Error("nil became an error")
 	}
 }
+
+// A host sharing the machine's network stack (the tests' loopback
+// processes) refuses a cut rather than drop the machine's traffic.
+func TestSharedHostRefusesCut(t *testing.T) {
+	s := newShaper("a1", "a", &Grid{Subnets: map[string][]netip.Prefix{"b": {netip.MustParsePrefix("127.0.0.0/8")}}}, nil)
+	s.shared = true
+	if ack := s.setCut(&msg.GridCut{Clusters: []string{"b"}, Cut: true}); ack.Error == "" || s.cut {
+		t.Errorf("cut on a shared host: %+v", ack)
+	}
+}

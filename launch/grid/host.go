@@ -169,6 +169,9 @@ func (h *host) start(undo *wiring.Undo) (err error) {
 	}
 	if cfg.Role == membership.RoleNode || cfg.Role == membership.RoleCluster {
 		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)
+		if ip := net.ParseIP(cfg.IP); ip == nil || ip.IsLoopback() {
+			h.sh.shared = true
+		}
 		for _, p := range []int{cfg.RemotePort, cfg.GossipPort} {
 			if p > 0 {
 				h.sh.keep = append(h.sh.keep, uint16(p))

@@ -82,6 +82,10 @@ type shaper struct {
 	candidates    Candidates
 	egress        swapEgress
 
+	// shared is set for a host without a network stack of its own (the
+	// tests' processes on the loopback address): it refuses cuts, which
+	// would drop the machine's own traffic.
+	shared bool
 	// keep are the host's control-plane ports (protoactor remoting,
 	// memberlist), which a cut leaves alone.
 	keep []uint16

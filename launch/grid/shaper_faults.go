@@ -84,6 +84,9 @@ func (s *shaper) setCut(req *msg.GridCut) *msg.GridAck {
 }
 
 func (s *shaper) setCutLocked(clusters []string, cut bool) error {
+	if s.shared {
+		return errors.New("a host without a network stack of its own cannot be cut off")
+	}
 	if !cut {
 		if err := kernel.RemoveCut(); err != nil {
 			return fmt.Errorf("heal: %w", err)
