@@ -909,6 +909,114 @@ func (x *GridReady) GetError() string {
 	return ""
 }
 
+// GridSetLink: launcher -> ctl of a node or cluster manager host, for a
+// degrade or restore fault: from now on the host's link towards
+// link.cluster is link (undilated: the host dilates it and applies its
+// shaping model as the initial shaping does), changed in place where the
+// mechanism allows. Replied with GridShaped: the link now in effect
+// towards that cluster, and in reason whether it changed in place or the
+// shaping was installed again (and why).
+type GridSetLink struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Link          *GridLink              `protobuf:"bytes,1,opt,name=link,proto3" json:"link,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GridSetLink) Reset() {
+	*x = GridSetLink{}
+	mi := &file_grid_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GridSetLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GridSetLink) ProtoMessage() {}
+
+func (x *GridSetLink) ProtoReflect() protoreflect.Message {
+	mi := &file_grid_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GridSetLink.ProtoReflect.Descriptor instead.
+func (*GridSetLink) Descriptor() ([]byte, []int) {
+	return file_grid_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GridSetLink) GetLink() *GridLink {
+	if x != nil {
+		return x.Link
+	}
+	return nil
+}
+
+// GridCut: launcher -> ctl of a node or cluster manager host of a
+// partitioned cluster: cut (cut true) or heal the host's application
+// traffic to and from the hosts of clusters (nftables drop rules in the
+// host's namespace); the control plane (protoactor remoting and memberlist
+// ports) keeps crossing. Replied with GridAck.
+type GridCut struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Clusters      []string               `protobuf:"bytes,1,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	Cut           bool                   `protobuf:"varint,2,opt,name=cut,proto3" json:"cut,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GridCut) Reset() {
+	*x = GridCut{}
+	mi := &file_grid_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GridCut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GridCut) ProtoMessage() {}
+
+func (x *GridCut) ProtoReflect() protoreflect.Message {
+	mi := &file_grid_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GridCut.ProtoReflect.Descriptor instead.
+func (*GridCut) Descriptor() ([]byte, []int) {
+	return file_grid_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GridCut) GetClusters() []string {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+func (x *GridCut) GetCut() bool {
+	if x != nil {
+		return x.Cut
+	}
+	return false
+}
+
 var File_grid_proto protoreflect.FileDescriptor
 
 const file_grid_proto_rawDesc = "" +
@@ -981,7 +1089,12 @@ const file_grid_proto_rawDesc = "" +
 	"\n" +
 	"\bGridStop\"!\n" +
 	"\tGridReady\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05errorB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
+	"\x05error\x18\x01 \x01(\tR\x05error\"2\n" +
+	"\vGridSetLink\x12#\n" +
+	"\x04link\x18\x01 \x01(\v2\x0f.koala.GridLinkR\x04link\"7\n" +
+	"\aGridCut\x12\x1a\n" +
+	"\bclusters\x18\x01 \x03(\tR\bclusters\x12\x10\n" +
+	"\x03cut\x18\x02 \x01(\bR\x03cutB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
 
 var (
 	file_grid_proto_rawDescOnce sync.Once
@@ -995,7 +1108,7 @@ func file_grid_proto_rawDescGZIP() []byte {
 	return file_grid_proto_rawDescData
 }
 
-var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_grid_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_grid_proto_goTypes = []any{
 	(*GridLink)(nil),            // 0: koala.GridLink
 	(*GridShape)(nil),           // 1: koala.GridShape
@@ -1011,18 +1124,21 @@ var file_grid_proto_goTypes = []any{
 	(*SpawnRunner)(nil),         // 11: koala.SpawnRunner
 	(*GridStop)(nil),            // 12: koala.GridStop
 	(*GridReady)(nil),           // 13: koala.GridReady
-	(*JobSpec)(nil),             // 14: koala.JobSpec
+	(*GridSetLink)(nil),         // 14: koala.GridSetLink
+	(*GridCut)(nil),             // 15: koala.GridCut
+	(*JobSpec)(nil),             // 16: koala.JobSpec
 }
 var file_grid_proto_depIdxs = []int32{
 	2,  // 0: koala.GridShape.overhead:type_name -> koala.GridOverheadPoint
 	0,  // 1: koala.GridShape.links:type_name -> koala.GridLink
 	0,  // 2: koala.GridShaped.effective:type_name -> koala.GridLink
-	14, // 3: koala.SpawnRunner.job:type_name -> koala.JobSpec
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	16, // 3: koala.SpawnRunner.job:type_name -> koala.JobSpec
+	0,  // 4: koala.GridSetLink.link:type_name -> koala.GridLink
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_grid_proto_init() }
@@ -1037,7 +1153,7 @@ func file_grid_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_grid_proto_rawDesc), len(file_grid_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

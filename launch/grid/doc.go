@@ -52,6 +52,19 @@
 // fails the job with a reason naming the node. The job is not resubmitted.
 // results.json counts node failures and the jobs they failed (extra).
 //
+// Faults on purpose (the scenario's faults timeline, applied by
+// launch/wiring as on every backend; FaultKinds): a kill kills the node's
+// host; a degrade or restore tells every node and cluster-manager host of
+// the two clusters its new link towards the other (msg.GridSetLink), which
+// the host dilates and shapes with its installed model, changing the HTB
+// class and the delay line's delay in place; a partition or heal tells
+// every such host of the cluster to drop, or stop dropping, its traffic to
+// and from the other clusters' subnets (msg.GridCut: nftables table
+// koala_cut in its namespace). The cut spares the control plane on
+// purpose: TCP and UDP to or from the remoting and gossip ports cross it,
+// so memberlist reports nobody dead and jobs across the cut stall, as on
+// inproc (docs/docker-netns.md, Faults on purpose).
+//
 // The messages between the launcher and the hosts are in
 // actors/msg/grid.proto. The same role actors run as on the inproc backend
 // (actors/*), under the same names.

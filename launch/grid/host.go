@@ -169,6 +169,14 @@ func (h *host) start(undo *wiring.Undo) (err error) {
 	}
 	if cfg.Role == membership.RoleNode || cfg.Role == membership.RoleCluster {
 		h.sh = newShaper(cfg.Name, cfg.Cluster, h.grid, cfg.Candidates)
+		if ip := net.ParseIP(cfg.IP); ip == nil || ip.IsLoopback() {
+			h.sh.shared = true
+		}
+		for _, p := range []int{cfg.RemotePort, cfg.GossipPort} {
+			if p > 0 {
+				h.sh.keep = append(h.sh.keep, uint16(p))
+			}
+		}
 		undo.Push(h.sh.close)
 		if h.probe, err = wiring.NewProber(h.ctx, cfg.Cluster, &h.sh.egress, cfg.IP); err != nil {
 			return err
@@ -642,6 +650,8 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 			defer cancel()
 			h.system.Root.Send(sender, h.sh.pingPong(pctx, x))
 		}()
+	case *msg.GridSetLink, *msg.GridCut:
+		c.fault(ctx)
 	case *msg.GridLineStats:
 		if h.sh == nil {
 			ctx.Respond(&msg.GridLineStatsResult{})
@@ -676,6 +686,33 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 			ctx.Respond(wiring.InvariantReport(h.stats.Snapshot()))
 		}
 	}
+}
+
+// fault handles a GridSetLink or a GridCut (faults timeline) in a
+// goroutine that replies to the asker; a host that does not shape refuses
+// both.
+func (c *ctlActor) fault(ctx actor.Context) {
+	h := c.h
+	if h.sh == nil {
+		e := h.cfg.Name + ": role " + h.cfg.Role + " does not shape"
+		if _, ok := ctx.Message().(*msg.GridCut); ok {
+			ctx.Respond(&msg.GridAck{Host: h.cfg.Name, Error: e})
+		} else {
+			ctx.Respond(&msg.GridShaped{Host: h.cfg.Name, Error: e})
+		}
+		return
+	}
+	sender, m := ctx.Sender(), ctx.Message()
+	go func() {
+		var reply interface{}
+		switch x := m.(type) {
+		case *msg.GridSetLink:
+			reply = h.sh.setLink(h.ctx, x)
+		case *msg.GridCut:
+			reply = h.sh.setCut(x)
+		}
+		h.system.Root.Send(sender, reply)
+	}()
 }
 
 // spawnRunner starts a job's runner (rigid or malleable, see

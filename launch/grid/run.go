@@ -88,8 +88,7 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Con
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go r.l.submit(runCtx, plan, clk)
-	faultsDone := wiring.FaultRun{Plan: plan, Applier: gridFaults{ctx: runCtx, plat: r.plat},
-		Env: actors.Env{System: r.l.system, Clock: clk, Recorder: r.l.system.NewLocalPID(wiring.ActorRecorder)}}.Start(runCtx)
+	faultsDone := r.faults(runCtx, clk).Start(runCtx)
 	out := rs.Await(ctx, clk, opts, stopRun)
 	faultsDone()
 	if plan.Policy.Malleability != nil {
@@ -98,6 +97,18 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Con
 	out.Backend, out.Shaper, out.Manifest = r.backend, r.info.Mechanism, manifest
 	out.Extra = r.extra(ctx, out.Jobs)
 	return rs.Finish(ctx, out)
+}
+
+// faults is the run's faults timeline: the grid's applier, and the
+// information service told of partitions and heals (its host found in the
+// membership, as every role's is).
+func (r *gridRun) faults(ctx context.Context, clk *clock.Scaled) wiring.FaultRun {
+	f := wiring.FaultRun{Plan: r.plan, Applier: newGridFaults(ctx, r.plat, r.l, r.plan.Links),
+		Env: actors.Env{System: r.l.system, Clock: clk, Recorder: r.l.system.NewLocalPID(wiring.ActorRecorder)}}
+	if kis := r.l.hostsByRole(membership.RoleKIS); len(kis) > 0 {
+		f.KIS = pidOf(kis[0], wiring.ActorKIS)
+	}
+	return f
 }
 
 // orDocker is p, or a DockerPlatform configured by d whose notices go to

@@ -2,6 +2,7 @@ package grid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -81,9 +82,22 @@ type shaper struct {
 	candidates    Candidates
 	egress        swapEgress
 
+	// shared is set for a host without a network stack of its own (the
+	// tests' processes on the loopback address): it refuses cuts, which
+	// would drop the machine's own traffic.
+	shared bool
+	// keep are the host's control-plane ports (protoactor remoting,
+	// memberlist), which a cut leaves alone.
+	keep []uint16
+
 	mu   sync.Mutex
 	inst netem.Installed
 	mech string
+	// impl and plan are the installed mechanism and its plan, undilated
+	// (SetLink changes it and installs it again when it must).
+	impl netem.Mechanism
+	plan netem.EgressPlan
+	cut  bool // InstallCut in effect
 }
 
 func newShaper(name, cluster string, g *Grid, c Candidates) *shaper {
@@ -129,35 +143,21 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 	if req.SelectOnly {
 		return reply
 	}
-	var plan netem.EgressPlan
+	plan, dilation := netem.EgressPlan{Node: s.name, Cluster: s.cluster, To: map[string]netem.Link{}}, 1.0
 	if len(req.Links) > 0 {
-		plan = netem.EgressPlan{Node: s.name, Cluster: s.cluster, To: map[string]netem.Link{}}
 		for _, l := range req.Links {
 			plan.To[l.Cluster] = fromGridLink(l)
 		}
 	} else {
-		plan, err = s.grid.Links.PlanFor(s.name, s.cluster)
-		if err != nil {
+		if plan, err = s.grid.Links.PlanFor(s.name, s.cluster); err != nil {
 			return fail(err)
 		}
-		if mech.Name() != "userspace" { // userspace dilates by itself
-			for dst, l := range plan.To {
-				plan.To[dst] = l.Dilate(d)
-			}
-		}
+		dilation = d
 	}
-	// One installation at a time: the kernel mechanisms own the egress
-	// interface's root qdisc.
-	if err := s.removeLocked(); err != nil {
+	if err := s.installLocked(ctx, mech, plan, dilation); err != nil {
 		return fail(err)
 	}
-	inst, err := mech.Install(ctx, plan, s.destinations())
-	if err != nil {
-		return fail(fmt.Errorf("%s: install %s: %w", s.name, mech.Name(), err))
-	}
-	s.inst, s.mech = inst, mech.Name()
-	s.egress.set(inst)
-	eff := inst.Effective()
+	eff := s.inst.Effective()
 	keys := make([]string, 0, len(eff))
 	for k := range eff {
 		keys = append(keys, k)
@@ -167,6 +167,36 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 		reply.Effective = append(reply.Effective, toGridLink(k, eff[k]))
 	}
 	return reply
+}
+
+// dilated is plan as mechanism mech installs it: a kernel mechanism gets
+// its links dilated, the userspace shaper dilates them itself.
+func dilated(mech string, plan netem.EgressPlan, dilation float64) netem.EgressPlan {
+	out := netem.EgressPlan{Node: plan.Node, Cluster: plan.Cluster, To: make(map[string]netem.Link, len(plan.To))}
+	for dst, l := range plan.To {
+		if mech != "userspace" {
+			l = l.Dilate(dilation)
+		}
+		out.To[dst] = l
+	}
+	return out
+}
+
+// installLocked installs plan (undilated; dilation applies) with mech in
+// place of the installation in effect.
+func (s *shaper) installLocked(ctx context.Context, mech netem.Mechanism, plan netem.EgressPlan, dilation float64) error {
+	// One installation at a time: the kernel mechanisms own the egress
+	// interface's root qdisc.
+	if err := s.removeLocked(); err != nil {
+		return err
+	}
+	inst, err := mech.Install(ctx, dilated(mech.Name(), plan, dilation), s.destinations())
+	if err != nil {
+		return fmt.Errorf("%s: install %s: %w", s.name, mech.Name(), err)
+	}
+	s.inst, s.mech, s.impl, s.plan = inst, mech.Name(), mech, plan
+	s.egress.set(inst)
+	return nil
 }
 
 func (s *shaper) removeLocked() error {
@@ -182,11 +212,15 @@ func (s *shaper) removeLocked() error {
 	return nil
 }
 
-// close removes the shaping.
+// close removes the shaping and the cut.
 func (s *shaper) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.removeLocked()
+	var cerr error
+	if s.cut {
+		cerr = s.setCutLocked(nil, false)
+	}
+	return errors.Join(s.removeLocked(), cerr)
 }
 
 // lineStats handles a GridLineStats.

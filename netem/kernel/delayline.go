@@ -66,7 +66,7 @@ type DelayLine struct {
 type delayQueue struct {
 	num     uint16
 	cluster string
-	delay   int64 // ns
+	delay   atomic.Int64 // ns; SetDelay changes it while the thread runs
 	fifo    []held
 	head    int
 	lastID  uint32
@@ -187,7 +187,8 @@ func NewDelayLine(cfg DelayLineConfig) (_ *DelayLine, err error) {
 		if err := sock.bind(q.Num, cfg.MaxLen); err != nil {
 			return nil, err
 		}
-		dq := &delayQueue{num: q.Num, cluster: q.Cluster, delay: int64(q.Delay)}
+		dq := &delayQueue{num: q.Num, cluster: q.Cluster}
+		dq.delay.Store(int64(q.Delay))
 		d.qs = append(d.qs, dq)
 		d.byN[q.Num] = dq
 	}
@@ -294,7 +295,7 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket 
 			if q == nil {
 				continue // not a queue of ours: cannot happen on this socket
 			}
-			at := t + q.delay
+			at := t + q.delay.Load()
 			if q.any && at < q.lastAt {
 				at = q.lastAt // keep deadlines in id order
 			}
@@ -349,6 +350,22 @@ func (d *DelayLine) release(now int64, clock func() int64) {
 			q.fifo, q.head = q.fifo[:0], 0
 		}
 	}
+}
+
+// SetDelay changes the delay of queue num from now on: packets it already
+// holds keep their deadlines, and a later packet never leaves before an
+// earlier one of its queue (a shorter delay takes effect once the packets
+// held under the longer one are out).
+func (d *DelayLine) SetDelay(num uint16, delay time.Duration) error {
+	if delay < 0 {
+		return fmt.Errorf("delay line: queue %d: negative delay %v", num, delay)
+	}
+	q := d.byN[num]
+	if q == nil {
+		return fmt.Errorf("delay line: no queue %d", num)
+	}
+	q.delay.Store(int64(delay))
+	return nil
 }
 
 // Realtime reports whether the thread runs with SCHED_FIFO.

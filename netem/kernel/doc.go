@@ -62,4 +62,13 @@
 // namespace, so Close and the statistics work from any goroutine. Every
 // step of Install undoes itself when a later one fails; Close removes the
 // rules, releases what the line holds, closes it and deletes the HTB root.
+//
+// For faults on purpose, Installed.SetLink changes one destination's link
+// mid-run in place (the HTB class's rate and burst, the netem leaf's delay,
+// the delay line queue's delay), computed by the installation's Model as
+// Install computes it; a change the installation's layout cannot absorb
+// (a class or a delay line queue it has not) is refused with ErrReshape.
+// InstallCut and RemoveCut cut a namespace off from peer prefixes and heal
+// it (nftables table CutTableName, drop rules on output and prerouting,
+// control-plane ports let through).
 package kernel

@@ -26,6 +26,7 @@ type classSpec struct {
 	netem      bool
 	delay      time.Duration
 	netemLimit uint32
+	leaf       uint16 // the netem qdisc's major handle
 }
 
 func (c classSpec) handle() uint32 { return netlink.MakeHandle(1, c.minor) }
@@ -49,21 +50,12 @@ func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err er
 			}
 		}
 	}()
-	for i, s := range specs {
-		bits := s.rate * 8
-		cl := netlink.NewHtbClass(
-			netlink.ClassAttrs{LinkIndex: idx, Parent: htbRoot, Handle: s.handle()},
-			netlink.HtbClassAttrs{Rate: bits, Ceil: bits, Buffer: s.burst, Cbuffer: s.burst, Quantum: s.quantum},
-		)
-		if err := h.ClassAdd(cl); err != nil {
+	for _, s := range specs {
+		if err := h.ClassAdd(s.class(idx)); err != nil {
 			return fmt.Errorf("htb: add class %x for %s (%d B/s): %w", s.handle(), s.cluster, s.rate, err)
 		}
 		if s.netem {
-			q := netlink.NewNetem(
-				netlink.QdiscAttrs{LinkIndex: idx, Parent: s.handle(), Handle: netlink.MakeHandle(uint16(0x100+i), 0)},
-				netlink.NetemQdiscAttrs{Latency: uint32(s.delay / time.Microsecond), Limit: s.netemLimit},
-			)
-			if err := h.QdiscAdd(q); err != nil {
+			if err := h.QdiscAdd(s.leafQdisc(idx)); err != nil {
 				return fmt.Errorf("netem: add qdisc under class %x for %s: %w", s.handle(), s.cluster, err)
 			}
 		}
@@ -91,6 +83,39 @@ func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err er
 			if err := h.FilterAdd(f); err != nil {
 				return fmt.Errorf("htb: add u32 filter %s -> class %x (%s, prefix %d): %w", p, s.handle(), s.cluster, j, err)
 			}
+		}
+	}
+	return nil
+}
+
+// class is the spec's HTB class on interface idx.
+func (c classSpec) class(idx int) *netlink.HtbClass {
+	bits := c.rate * 8
+	return netlink.NewHtbClass(
+		netlink.ClassAttrs{LinkIndex: idx, Parent: htbRoot, Handle: c.handle()},
+		netlink.HtbClassAttrs{Rate: bits, Ceil: bits, Buffer: c.burst, Cbuffer: c.burst, Quantum: c.quantum},
+	)
+}
+
+// leafQdisc is the netem qdisc under the spec's class (netem mechanism).
+func (c classSpec) leafQdisc(idx int) *netlink.Netem {
+	return netlink.NewNetem(
+		netlink.QdiscAttrs{LinkIndex: idx, Parent: c.handle(), Handle: netlink.MakeHandle(c.leaf, 0)},
+		netlink.NetemQdiscAttrs{Latency: uint32(c.delay / time.Microsecond), Limit: c.netemLimit},
+	)
+}
+
+// changeHTB gives a class installed by installHTB the spec's rate and
+// burst, and its netem leaf the spec's delay, in place: packets queued in
+// the class stay queued and the filters are left alone.
+func changeHTB(h *netlink.Handle, link netlink.Link, s classSpec) error {
+	idx := link.Attrs().Index
+	if err := h.ClassChange(s.class(idx)); err != nil {
+		return fmt.Errorf("htb: change class %x for %s (%d B/s): %w", s.handle(), s.cluster, s.rate, err)
+	}
+	if s.netem {
+		if err := h.QdiscChange(s.leafQdisc(idx)); err != nil {
+			return fmt.Errorf("netem: change qdisc under class %x for %s: %w", s.handle(), s.cluster, err)
 		}
 	}
 	return nil

@@ -44,6 +44,8 @@ type installation struct {
 	nft     *nftables.Conn
 	link    netlink.Link
 	shaping map[string]Shaping
+	classes map[string]classSpec // by destination cluster
+	netem   bool                 // classes carry netem leaves
 	htb     bool
 	rules   bool
 	line    *DelayLine
@@ -120,7 +122,7 @@ func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	in := &installation{ns: -1, shaping: map[string]Shaping{}}
+	in := &installation{ns: -1, shaping: map[string]Shaping{}, classes: map[string]classSpec{}, netem: useNetem}
 	defer func() {
 		if err != nil {
 			if cerr := in.close(context.WithoutCancel(ctx)); cerr != nil {
@@ -147,11 +149,13 @@ func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, 
 			if rate == 0 {
 				rate = unlimitedRate
 			}
-			specs = append(specs, classSpec{
+			spec := classSpec{
 				cluster: s.Cluster, minor: uint16(0x10 + i), rate: rate, burst: s.Burst,
 				quantum: htbQuantum, prefixes: s.Prefixes,
-				netem: useNetem, delay: s.Delay, netemLimit: netemLimit,
-			})
+				netem: useNetem, delay: s.Delay, netemLimit: netemLimit, leaf: uint16(0x100 + len(specs)),
+			}
+			specs = append(specs, spec)
+			in.classes[s.Cluster] = spec
 		}
 		if !useNetem && s.Divert {
 			queues = append(queues, DelayQueue{Num: s.Queue, Cluster: s.Cluster, Delay: s.Delay})

@@ -321,6 +321,10 @@ type Installed struct {
 	mu    sync.Mutex
 	in    *installation
 	eff   map[string]netem.Link
+	// mtu and adjust are what the installation computed its shaping with
+	// (SetLink computes a changed link's the same way).
+	mtu    int
+	adjust func(int, *Shaping)
 }
 
 // Wrap implements netem.Egress: the kernel shapes, connections are
@@ -330,6 +334,8 @@ func (i *Installed) Wrap(c net.Conn, _ string) net.Conn { return c }
 // Effective implements netem.Installed: per destination cluster, the link
 // the installed parameters are expected to give.
 func (i *Installed) Effective() map[string]netem.Link {
+	i.mu.Lock()
+	defer i.mu.Unlock()
 	out := make(map[string]netem.Link, len(i.eff))
 	for k, v := range i.eff {
 		out[k] = v
@@ -483,6 +489,7 @@ func installPlan(ctx context.Context, name string, m Model, dev string, useNetem
 	if m.MTU == 0 && len(shaping) > 0 {
 		// Ask the interface for its MTU and recompute the rates with it.
 		if ifmtu, err := egressMTU(dev, dsts); err == nil && ifmtu != DefaultMTU {
+			mtu = ifmtu
 			for k := range shaping {
 				s := m.shape(shaping[k].Cluster, shaping[k].Target, ifmtu, !useNetem)
 				shaping[k].Rate, shaping[k].Burst = s.Rate, s.Burst
@@ -493,7 +500,7 @@ func installPlan(ctx context.Context, name string, m Model, dev string, useNetem
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	inst := &Installed{mech: name, model: m, in: in, eff: map[string]netem.Link{}}
+	inst := &Installed{mech: name, model: m, in: in, eff: map[string]netem.Link{}, mtu: mtu, adjust: adjust}
 	for _, s := range shaping {
 		inst.eff[s.Cluster] = m.effective(s)
 	}
