@@ -525,9 +525,19 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 			ep.Aliases = append(ep.Aliases, spec.Name)
 		},
 	}
-	ctr, err := r.provider.CreateContainer(ctx, req)
+	// The create is not cancelled with ctx: a create the client gives up on
+	// may still be carried out by the daemon after the failed start's undo
+	// has listed the batch, and the container would outlive the run. Once
+	// it returns the container exists (or not) for sure, and the undo
+	// finds it by its batch label.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	ctr, err := r.provider.CreateContainer(cctx, req)
+	ccancel()
 	if err != nil {
 		return nil, fmt.Errorf("docker backend: create container %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("docker backend: start container %s: %w", name, err)
 	}
 	dc, ok := ctr.(*tc.DockerContainer)
 	if !ok {
@@ -544,6 +554,10 @@ func (r *Run) startOne(ctx context.Context, batch int, spec ContainerSpec, ip ne
 	}
 	return c, nil
 }
+
+// createTimeout bounds one container's create, which a cancelled start
+// waits for (seconds under load on a slow storage driver).
+const createTimeout = 2 * time.Minute
 
 // readiness turns a Readiness into a testcontainers wait strategy.
 func (r *Run) readiness(rd Readiness, ip netip.Addr) wait.Strategy {
