@@ -187,7 +187,9 @@ type resizeTimeout struct{ resizeID int64 }
 // to every rank; shrink: ResizeRanks to every rank, the highest ranks depart,
 // their processors are freed after their RankDone), and ResizeAck follows
 // once every rank has reported RankResized. Mandatory requests jump ahead of
-// voluntary ones in the queue.
+// voluntary ones in the queue. A resize whose ranks have not all switched
+// within ResizeTimeout of being asked fails the job (cause rank_timeout):
+// a rank stuck in the switch must not keep the job until the run ends.
 //
 // Events (source "mrunner"): "submit", "start", "end" as the rigid runner
 // (fields malleable=true, profile; "end" adds values avg_procs
