@@ -299,6 +299,19 @@ type World struct {
 	held []*actor.PID
 }
 
+// SetLag sets Lag for the applications to come and those running: a
+// large lag keeps their ranks from ever reaching a resize's switch.
+func (w *World) SetLag(lag int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.Lag = lag
+	for _, a := range w.apps {
+		a.mu.Lock()
+		a.lag = lag
+		a.mu.Unlock()
+	}
+}
+
 // LetGo ends the ranks held after their abort: each node reports RankDone
 // and is free again. It returns how many there were.
 func (w *World) LetGo() int {

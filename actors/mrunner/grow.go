@@ -120,6 +120,7 @@ func (r *mrunner) joinerReady(ctx actor.Context, m *member, x *msg.RankReady) {
 		ctx.Send(mm.pid, &msg.ResizeRanks{JobId: r.cfg.Job.Id, ResizeId: o.resizeID, Peers: table,
 			OldSize: int32(len(running)), Self: mm.rank, Mandatory: o.req.mandatory})
 	}
+	r.armResize(ctx)
 }
 
 // abortGrow gives up the grow under way before the application was asked to

@@ -140,6 +140,10 @@ func (r *mrunner) maybeComplete(ctx actor.Context) {
 		ctx.Send(r.cfg.Manager, &msg.ResizeAck{JobId: r.cfg.Job.Id, RequestId: o.req.id, NewSize: int32(newSize),
 			OldSize: int32(o.from), ResizeS: o.resizeS, Ok: true})
 	}
+	if o.cancel != nil {
+		o.cancel()
+		o.cancel = nil
+	}
 	r.cur = nil
 	r.next(ctx)
 }

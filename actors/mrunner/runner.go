@@ -36,6 +36,12 @@ type Config struct {
 	// RankTimeout bounds, in wall time, how long the runner waits for ranks
 	// to report ready (at the start and on every grow).
 	RankTimeout time.Duration
+	// ResizeTimeout bounds, in wall time, how long the runner waits for
+	// the ranks to switch once they were asked to resize (ResizeRanks sent):
+	// a rank that never reports RankResized (stuck in the switch) must not
+	// leave the job running until the run's end. The job then fails
+	// (FAILURE_RANK_TIMEOUT) and its ranks are aborted. Default RankTimeout.
+	ResizeTimeout time.Duration
 	// Stats counts the invariant checks; nil counts nothing.
 	Stats *invariant.Stats
 	Env   actors.Env
@@ -169,6 +175,7 @@ type mrunner struct {
 type launchRanks struct{}
 type readyTimeout struct{}
 type joinTimeout struct{ resizeID int64 }
+type resizeTimeout struct{ resizeID int64 }
 
 // Props returns the props of a malleable job's runner.
 //
@@ -180,7 +187,9 @@ type joinTimeout struct{ resizeID int64 }
 // to every rank; shrink: ResizeRanks to every rank, the highest ranks depart,
 // their processors are freed after their RankDone), and ResizeAck follows
 // once every rank has reported RankResized. Mandatory requests jump ahead of
-// voluntary ones in the queue.
+// voluntary ones in the queue. A resize whose ranks have not all switched
+// within ResizeTimeout of being asked fails the job (cause rank_timeout):
+// a rank stuck in the switch must not keep the job until the run ends.
 //
 // Events (source "mrunner"): "submit", "start", "end" as the rigid runner
 // (fields malleable=true, profile; "end" adds values avg_procs
@@ -193,6 +202,9 @@ type joinTimeout struct{ resizeID int64 }
 func Props(cfg Config) *actor.Props {
 	if cfg.RankTimeout <= 0 {
 		cfg.RankTimeout = 60 * time.Second
+	}
+	if cfg.ResizeTimeout <= 0 {
+		cfg.ResizeTimeout = cfg.RankTimeout
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &mrunner{cfg: cfg, job: policyJob(cfg), byNode: map[string]*member{}, pending: map[string]*member{}}
@@ -275,6 +287,8 @@ func (r *mrunner) Receive(ctx actor.Context) {
 		if o := r.cur; o != nil && o.resizeID == x.resizeID && o.phase == phStarting {
 			r.abortGrow(ctx, fmt.Sprintf("new ranks not ready within %s", r.cfg.RankTimeout))
 		}
+	case *resizeTimeout:
+		r.onResizeTimeout(ctx, x)
 	case *msg.NodeDown:
 		if r.settle(ctx, x.Node, true, false) {
 			return

@@ -1,6 +1,7 @@
 package mrunner
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -23,13 +24,23 @@ type runnerHarness struct {
 }
 
 func newRunnerHarness(t *testing.T, nodes int, job, app string, min, max int, lag int) *runnerHarness {
+	return newRunnerHarnessWith(t, nodes, job, app, min, max, lag, nil)
+}
+
+// newRunnerHarnessWith is newRunnerHarness with the runner's config
+// adjusted by tweak (when not nil).
+func newRunnerHarnessWith(t *testing.T, nodes int, job, app string, min, max int, lag int, tweak func(*Config)) *runnerHarness {
 	w := mt.NewWorld(t, 1000, map[string]int{"a": nodes}, "a")
 	w.Lag = lag
 	w.Start(nil)
 	h := &runnerHarness{World: w, mgr: mt.NewProbe(t, w.Sys), job: job}
 	spec := &msg.JobSpec{Id: job, App: app, Size: 2, Request: "non-fixed", Args: map[string]float64{"work": 1e9}}
-	h.runner = w.Sys.Root.Spawn(Props(Config{Job: spec, Min: min, Max: max, Profile: mt.Profile(app), Manager: h.mgr.PID,
-		Clusters: w.Clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.Stats, Env: w.Env}))
+	cfg := Config{Job: spec, Min: min, Max: max, Profile: mt.Profile(app), Manager: h.mgr.PID,
+		Clusters: w.Clusters, TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.Stats, Env: w.Env}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	h.runner = w.Sys.Root.Spawn(Props(cfg))
 	sub := mt.Expect[*msg.SubmitMalleable](t, h.mgr, "submission")
 	if sub.Job.Id != job || sub.Min != int32(min) || sub.Max != int32(max) || sub.Profile != app {
 		t.Fatalf("submission %+v", sub)
@@ -230,6 +241,35 @@ func TestMandatoryShrinkLateIsReported(t *testing.T) {
 	if s := h.Events.JobOf("shrink", "j1"); len(s) != 1 || s[0].Values["safe_points"] != 2 {
 		t.Fatalf("shrink events %v", s)
 	}
+}
+
+// A mandatory shrink whose ranks never switch (j0066 of the das3-malleable
+// PWA run: one kept rank never reported RankResized) must not leave the job
+// running until the run ends: past ResizeTimeout the job fails with a typed
+// cause, its ranks are aborted and every processor comes back.
+func TestStuckShrinkFailsTheJob(t *testing.T) {
+	h := newRunnerHarnessWith(t, 8, "j1", "nbody", 2, 46, 0, func(c *Config) { c.ResizeTimeout = 300 * time.Millisecond })
+	h.grow(1, 4, 4)
+	h.ack(1, 6, true)
+	// From now on the ranks never reach the switch.
+	h.SetLag(1_000_000)
+	h.shrink(2, 2, true, 2)
+	f := mt.Expect[*msg.JobFinished](t, h.mgr, "job finished after the stuck shrink")
+	if f.Ok || f.Cause != msg.FailureCause_FAILURE_RANK_TIMEOUT || !strings.Contains(f.Reason, "shrink") {
+		t.Fatalf("job finished %+v, want a failure by rank timeout naming the shrink", f)
+	}
+	var end *msg.Event
+	mt.WaitFor(t, "end event", wait, func() bool {
+		evs := h.Events.JobOf("end", "j1")
+		if len(evs) == 1 {
+			end = evs[0]
+		}
+		return end != nil
+	})
+	if end.Fields["status"] != "failed" || end.Fields["cause"] != msg.FailureCause_FAILURE_RANK_TIMEOUT.Name() || end.Values["shrinks"] != 0 {
+		t.Fatalf("end event %v %v", end.Fields, end.Values)
+	}
+	h.allFree()
 }
 
 // The application ends while new ranks wait to join: the runner aborts them
