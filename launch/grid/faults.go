@@ -91,24 +91,14 @@ func (g *gridFaults) SetLink(a, b string, l netem.Link) error {
 		return fmt.Errorf("no live host of cluster %s or %s", a, b)
 	}
 	hosts := make([]membership.Member, len(targets))
+	towards := make(map[string]string, len(targets)) // host -> cluster
 	for i, t := range targets {
-		hosts[i] = t.host
+		hosts[i], towards[t.host.Name] = t.host, t.towards
 	}
 	replies, err := g.l.askAll(g.ctx, hosts, func(m membership.Member) interface{} {
-		for _, t := range targets {
-			if t.host.Name == m.Name {
-				return &msg.GridSetLink{Link: toGridLink(t.towards, l)}
-			}
-		}
-		return nil
+		return &msg.GridSetLink{Link: toGridLink(towards[m.Name], l)}
 	}, faultTimeout, 32)
-	errs := []error{err}
-	for _, r := range replies {
-		if s, ok := r.(*msg.GridShaped); ok && s.Error != "" {
-			errs = append(errs, errors.New(s.Error))
-		}
-	}
-	return firstErrors(errors.Join(errs...))
+	return firstErrors(errors.Join(err, ackError(replies)))
 }
 
 // live are the shaping hosts in the membership, less those the timeline

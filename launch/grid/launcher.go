@@ -396,14 +396,15 @@ func (l *launcher) askAll(ctx context.Context, ms []membership.Member, req func(
 	return out, errors.Join(errs...)
 }
 
-// ackError turns GridAck replies into an error.
+// ackError turns the replies' errors (GridAck, GridShaped: any reply with GetError)
+// into one error.
 func ackError(replies []interface{}) error {
 	var errs []error
 	for _, r := range replies {
 		switch a := r.(type) {
-		case *msg.GridAck:
-			if a.Error != "" {
-				errs = append(errs, errors.New(a.Error))
+		case interface{ GetError() string }: // GridAck, GridShaped
+			if e := a.GetError(); e != "" {
+				errs = append(errs, errors.New(e))
 			}
 		case nil:
 		default:
