@@ -2,7 +2,6 @@ package mrunner
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -82,9 +81,7 @@ func (r *mrunner) claimsDone(ctx actor.Context) {
 	for _, m := range o.joiners {
 		r.startRank(ctx, m, newSize)
 	}
-	self, root, id := ctx.Self(), r.env().System.Root, o.resizeID
-	t := time.AfterFunc(r.cfg.RankTimeout, func() { root.Send(self, &joinTimeout{resizeID: id}) })
-	o.cancel = func() { t.Stop() }
+	o.cancel = r.sendAfter(ctx, r.cfg.RankTimeout, &joinTimeout{resizeID: o.resizeID})
 }
 
 func (r *mrunner) joinerReady(ctx actor.Context, m *member, x *msg.RankReady) {

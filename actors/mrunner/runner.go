@@ -313,3 +313,11 @@ func (r *mrunner) disarm() {
 		r.cancelArm = nil
 	}
 }
+
+// sendAfter sends m to the runner itself after d of wall time; stop
+// cancels it.
+func (r *mrunner) sendAfter(ctx actor.Context, d time.Duration, m interface{}) (stop func()) {
+	self, root := ctx.Self(), r.env().System.Root
+	t := time.AfterFunc(d, func() { root.Send(self, m) })
+	return func() { t.Stop() }
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -48,9 +47,7 @@ func (r *mrunner) armResize(ctx actor.Context) {
 	if o.cancel != nil {
 		o.cancel()
 	}
-	self, root, id := ctx.Self(), r.env().System.Root, o.resizeID
-	t := time.AfterFunc(r.cfg.ResizeTimeout, func() { root.Send(self, &resizeTimeout{resizeID: id}) })
-	o.cancel = func() { t.Stop() }
+	o.cancel = r.sendAfter(ctx, r.cfg.ResizeTimeout, &resizeTimeout{resizeID: o.resizeID})
 }
 
 // onResizeTimeout fails the job whose resize did not complete in time: the

@@ -2,7 +2,6 @@ package mrunner
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -57,9 +56,7 @@ func (r *mrunner) launch(ctx actor.Context) {
 	for _, m := range r.members {
 		r.startRank(ctx, m, len(r.members))
 	}
-	self, root := ctx.Self(), r.env().System.Root
-	t := time.AfterFunc(r.cfg.RankTimeout, func() { root.Send(self, &readyTimeout{}) })
-	r.cancelArm = func() { t.Stop() }
+	r.cancelArm = r.sendAfter(ctx, r.cfg.RankTimeout, &readyTimeout{})
 }
 
 func (r *mrunner) onReady(ctx actor.Context, x *msg.RankReady) {
