@@ -51,7 +51,7 @@ func newScenariosCmd(a *app) *cobra.Command {
 			case asJSON:
 				return writeJSON(a.stdout, out)
 			case backends:
-				return printSupport(a, len(a.backends), out.Support)
+				return printSupport(a, out.Support)
 			}
 			for _, n := range out.Scenarios {
 				fmt.Fprintln(a.stdout, n)
@@ -84,24 +84,21 @@ func builtinSupport(backends []launch.Backend, names []string) ([]scenarioSuppor
 	return sup, nil
 }
 
-// printSupport prints the matrix (runs, or a footnote number) and the
-// footnotes with each distinct refusal's reason.
-func printSupport(a *app, nb int, sup []scenarioSupport) error {
-	if nb == 0 {
-		return nil
-	}
+// printSupport prints the matrix (runs, or a footnote number), one row per
+// scenario and a column per backend, and the footnotes with each distinct
+// refusal's reason.
+func printSupport(a *app, sup []scenarioSupport) error {
 	var names []string
-	for _, s := range sup[:min(nb, len(sup))] {
-		names = append(names, s.Backend)
+	for _, b := range a.backends {
+		names = append(names, b.Name())
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SCENARIO\t%s\n", strings.ToUpper(strings.Join(names, "\t")))
 	var notes []string
 	index := map[string]int{} // reason -> footnote number
-	row := ""
 	for i, s := range sup {
-		if i%nb == 0 {
-			row = s.Scenario
+		if i%len(names) == 0 {
+			fmt.Fprint(tw, s.Scenario)
 		}
 		cell := "runs"
 		if !s.Runs {
@@ -111,9 +108,9 @@ func printSupport(a *app, nb int, sup []scenarioSupport) error {
 			}
 			cell = fmt.Sprintf("refused [%d]", index[s.Refused])
 		}
-		row += "\t" + cell
-		if i%nb == nb-1 {
-			fmt.Fprintln(tw, row)
+		fmt.Fprint(tw, "\t"+cell)
+		if i%len(names) == len(names)-1 {
+			fmt.Fprintln(tw)
 		}
 	}
 	if err := tw.Flush(); err != nil {
