@@ -3,6 +3,7 @@ package fidelity
 import (
 	"encoding/json"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,25 @@ func TestParseCPU(t *testing.T) {
 	h := StartHost(time.Millisecond)
 	if got := h.Stop(); got == nil || got.CPUMeanPct < 0 || got.CPUMeanPct > 100 {
 		t.Fatalf("host %+v", got)
+	}
+}
+
+// TestHostCountsCollections: the collections made while the sampler runs
+// are counted, and the collector's CPU share is a share.
+func TestHostCountsCollections(t *testing.T) {
+	h := StartHost(time.Hour)
+	for range 3 {
+		runtime.GC()
+	}
+	got := h.Stop()
+	if got.GCCycles < 3 {
+		t.Fatalf("%d collections counted, made 3", got.GCCycles)
+	}
+	if got.GCCPUPct < 0 || got.GCCPUPct > 100 {
+		t.Fatalf("GC CPU share %g%%", got.GCCPUPct)
+	}
+	if got.GCPauseP99Ms <= 0 {
+		t.Fatalf("no pause recorded for 3 collections: %+v", got)
 	}
 }
 

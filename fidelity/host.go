@@ -19,6 +19,13 @@ type Host struct {
 	// waited runnable), from runtime/metrics, over the run.
 	SchedP99Ms float64 `json:"sched_latency_p99_ms"`
 	SchedMaxMs float64 `json:"sched_latency_max_ms"`
+	// The garbage collector over the run, from runtime/metrics: its share
+	// of the process's CPU time (background marking and assists take a
+	// processor from the goroutines that shape and compute, which shows as
+	// scheduler latency), its cycles, and its stop-the-world pauses.
+	GCCPUPct     float64 `json:"gc_cpu_pct"`
+	GCCycles     uint64  `json:"gc_cycles"`
+	GCPauseP99Ms float64 `json:"gc_pause_p99_ms"`
 	// CPU use of the whole machine (every process, containers included),
 	// sampled each second from /proc/stat.
 	CPUMeanPct float64 `json:"cpu_mean_pct"`
@@ -28,13 +35,20 @@ type Host struct {
 	Samples      int     `json:"samples"`
 }
 
-const schedMetric = "/sched/latencies:seconds"
+const (
+	schedMetric   = "/sched/latencies:seconds"
+	gcPauseMetric = "/sched/pauses/total/gc:seconds"
+	gcCPUMetric   = "/cpu/classes/gc/total:cpu-seconds"
+	allCPUMetric  = "/cpu/classes/total:cpu-seconds"
+	gcCycleMetric = "/gc/cycles/total:gc-cycles"
+)
 
 // HostSampler samples the host until Stop.
 type HostSampler struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	first  *metrics.Float64Histogram
+	gc     gcSample
 
 	mu   sync.Mutex
 	cpus []float64
@@ -46,7 +60,7 @@ func StartHost(period time.Duration) *HostSampler {
 		period = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &HostSampler{cancel: cancel, done: make(chan struct{}), first: schedHist()}
+	h := &HostSampler{cancel: cancel, done: make(chan struct{}), first: schedHist(), gc: readGC()}
 	go h.loop(ctx, period)
 	return h
 }
@@ -82,6 +96,7 @@ func (h *HostSampler) Stop() *Host {
 	if last := schedHist(); h.first != nil && last != nil {
 		out.SchedP99Ms, out.SchedMaxMs = histDiffQuantile(h.first, last, 0.99)
 	}
+	h.gc.since(readGC(), out)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out.Samples = len(h.cpus)
@@ -100,14 +115,50 @@ func (h *HostSampler) Stop() *Host {
 	return out
 }
 
-func schedHist() *metrics.Float64Histogram {
-	s := []metrics.Sample{{Name: schedMetric}}
+func schedHist() *metrics.Float64Histogram { return readHist(schedMetric) }
+
+// readHist reads a histogram of runtime/metrics (a copy; nil when the
+// runtime does not have it).
+func readHist(name string) *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
 		return nil
 	}
 	h := s[0].Value.Float64Histogram()
 	return &metrics.Float64Histogram{Counts: append([]uint64(nil), h.Counts...), Buckets: append([]float64(nil), h.Buckets...)}
+}
+
+// gcSample is the collector's counters at one moment.
+type gcSample struct {
+	gcCPU, allCPU float64
+	cycles        uint64
+	pauses        *metrics.Float64Histogram
+}
+
+func readGC() gcSample {
+	s := []metrics.Sample{{Name: gcCPUMetric}, {Name: allCPUMetric}, {Name: gcCycleMetric}}
+	metrics.Read(s)
+	var g gcSample
+	if s[0].Value.Kind() == metrics.KindFloat64 && s[1].Value.Kind() == metrics.KindFloat64 {
+		g.gcCPU, g.allCPU = s[0].Value.Float64(), s[1].Value.Float64()
+	}
+	if s[2].Value.Kind() == metrics.KindUint64 {
+		g.cycles = s[2].Value.Uint64()
+	}
+	g.pauses = readHist(gcPauseMetric)
+	return g
+}
+
+// since writes into out what the collector did between g and later.
+func (g gcSample) since(later gcSample, out *Host) {
+	if all := later.allCPU - g.allCPU; all > 0 {
+		out.GCCPUPct = 100 * (later.gcCPU - g.gcCPU) / all
+	}
+	out.GCCycles = later.cycles - g.cycles
+	if g.pauses != nil && later.pauses != nil {
+		out.GCPauseP99Ms, _ = histDiffQuantile(g.pauses, later.pauses, 0.99)
+	}
 }
 
 // histDiffQuantile returns quantile q and the largest non-empty bucket of

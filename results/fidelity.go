@@ -57,8 +57,8 @@ func printFidelity(w io.Writer, r *fidelity.Report) {
 		fmt.Fprintf(w, "worst link\t%s: p99 %s late (backlogged %s), worst %.3f ms\n", l.Pair, pct(l.Late.P99), pct(l.Backlog.P99), l.WorstMs)
 	}
 	if h := r.Host; h != nil {
-		fmt.Fprintf(w, "host\tCPU mean %.0f%%, max %.0f%%, saturated %.0f%% of %d s; Go scheduler latency p99 %.2f ms\n",
-			h.CPUMeanPct, h.CPUMaxPct, h.SaturatedPct, h.Samples, h.SchedP99Ms)
+		fmt.Fprintf(w, "host\tCPU mean %.0f%%, max %.0f%%, saturated %.0f%% of %d s; Go scheduler latency p99 %.2f ms; GC %.1f%% of the process's CPU, %d cycles, pause p99 %.2f ms\n",
+			h.CPUMeanPct, h.CPUMaxPct, h.SaturatedPct, h.Samples, h.SchedP99Ms, h.GCCPUPct, h.GCCycles, h.GCPauseP99Ms)
 	}
 	if d := r.Dilation; d != nil {
 		how := "given"
