@@ -100,7 +100,7 @@ func TestBudgetLowersAutoDilation(t *testing.T) {
 	p := demandPlan(scenarios.Job{App: "wave", Size: 32})
 	p.Duration = 0
 	// Wave's 200 s at dilation 200 in 2 s needs time scale 20,000, which
-	// would leave it fewer than 100 of its 964,912 steps.
+	// would leave it fewer than 20 of its 964,912 steps.
 	p.WallBudget = 2 * time.Second
 	p.DilationAuto = true
 	t.Setenv("KOALA_EMU_CACHE", t.TempDir())
@@ -125,5 +125,26 @@ func writeCapacity(t *testing.T, msgs, bytes float64, floor time.Duration) {
 		Floor: floor, Measured: time.Now(), Probe: hostprobe.Version}
 	if err := hostprobe.Save(c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The time scale is snapped so that the job with the fewest iterations runs
+// a whole number of them.
+func TestSnapIterations(t *testing.T) {
+	for _, c := range []struct{ k, n, want float64 }{
+		{1, 61660, 1},          // time scale 1 is kept
+		{616.6, 61660, 616.6},  // 100 iterations already
+		{600, 61660, 598.64},   // 102.77 iterations -> 103
+		{3000, 61660, 2936.19}, // 20.55 -> 21
+		{50, math.Inf(1), 50},  // no job with a count
+		{123.456, math.Inf(1), 123.46},
+	} {
+		got := snapIterations(c.k, c.n)
+		if math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("snapIterations(%g, %g) = %g, want %g", c.k, c.n, got, c.want)
+		}
+		if m := c.n / got; !math.IsInf(c.n, 1) && math.Abs(m-math.Round(m)) > 1e-3 {
+			t.Errorf("snapIterations(%g, %g) = %g leaves %g iterations", c.k, c.n, got, m)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func TestSmokeScenario(t *testing.T) {
 		t.Errorf("want a fixed 2-component job (%v) and a flexible job that must span clusters (%v)", fixed2, big)
 	}
 	// A smoke run keeps to a short wall budget (the time scale follows
-	// from it and the dilation, every job keeping 100 iterations).
+	// from it and the dilation, every job keeping 20 iterations).
 	if p.WallBudget <= 0 || p.WallBudget > 90*time.Second || !p.DilationAuto {
 		t.Errorf("wall budget %v, dilation auto %v", p.WallBudget, p.DilationAuto)
 	}
