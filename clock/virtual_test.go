@@ -11,20 +11,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(100 * time.Microsecond)
-	}
-}
+// waitLimit is how long a test waits for another goroutine to get somewhere.
+const waitLimit = 10 * time.Second
 
 // runAsync runs c in a goroutine and returns its result channel.
 func runAsync(c *Virtual) <-chan error {
@@ -144,7 +136,7 @@ func TestVirtualRunWaitsForRelease(t *testing.T) {
 	c.AfterFunc(time.Second, func() {})
 	res := runAsync(c)
 	// Run has looked at least once and found the clock held.
-	waitFor(t, "Run to wait on the hold", func() bool {
+	waittest.Until(t, waitLimit, "Run to wait on the hold", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.waits > 0
@@ -171,7 +163,7 @@ func TestVirtualSleepCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Sleep(ctx, 10*time.Second) }()
-	waitFor(t, "the sleep to register", func() bool { return c.Pending() == 1 })
+	waittest.Until(t, waitLimit, "the sleep to register", func() bool { return c.Pending() == 1 })
 	cancel()
 	select {
 	case err := <-errc:
@@ -207,7 +199,7 @@ func TestVirtualSleepHeldKeepsTheClock(t *testing.T) {
 		r, err := c.SleepHeld(context.Background(), 2*time.Second)
 		wc <- woke{r, err}
 	}()
-	waitFor(t, "the sleep to register", func() bool { return c.Pending() == 2 })
+	waittest.Until(t, waitLimit, "the sleep to register", func() bool { return c.Pending() == 2 })
 	if r := c.Step(); r != Fired || c.Now() != 2*time.Second {
 		t.Fatalf("Step = %v now %v, want the sleeper fired at 2s", r, c.Now())
 	}
@@ -240,7 +232,7 @@ func TestVirtualLaneKeepsTheWakeHold(t *testing.T) {
 		<-next
 		woke <- c.Sleep(ctx, time.Second) // registers at 2s, then releases
 	}()
-	waitFor(t, "the sleep to register", func() bool { return c.Pending() == 2 })
+	waittest.Until(t, waitLimit, "the sleep to register", func() bool { return c.Pending() == 2 })
 	if r := c.Step(); r != Fired || c.Now() != time.Second {
 		t.Fatalf("Step = %v now %v, want the sleeper at 1s", r, c.Now())
 	}
@@ -251,7 +243,7 @@ func TestVirtualLaneKeepsTheWakeHold(t *testing.T) {
 		t.Fatalf("after the lane woke: Step = %v, active %d; want held by the lane", r, c.Active())
 	}
 	close(next)
-	waitFor(t, "the lane to sleep again", func() bool { return c.Active() == 0 })
+	waittest.Until(t, waitLimit, "the lane to sleep again", func() bool { return c.Active() == 0 })
 	if r := c.Step(); r != Fired || c.Now() != 2*time.Second {
 		t.Fatalf("Step = %v now %v, want the lane's second wake-up at 2s", r, c.Now())
 	}
@@ -276,7 +268,7 @@ func TestVirtualPlainSleep(t *testing.T) {
 		at = c.Now()
 		errc <- err
 	}()
-	waitFor(t, "the sleep to register", func() bool { return c.Pending() == 1 })
+	waittest.Until(t, waitLimit, "the sleep to register", func() bool { return c.Pending() == 1 })
 	start()
 	if err := <-errc; err != nil {
 		t.Fatalf("Sleep: %v", err)
@@ -325,7 +317,7 @@ func TestVirtualRunOnceAndStop(t *testing.T) {
 	c := NewVirtual()
 	release := c.Hold()
 	res := runAsync(c)
-	waitFor(t, "Run to wait", func() bool {
+	waittest.Until(t, waitLimit, "Run to wait", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.waits > 0
@@ -486,7 +478,7 @@ func chatter(t *testing.T, k, rounds int) []string {
 				}
 			}
 		}()
-		waitFor(t, "the sleeper's first registration", func() bool { return c.Pending() == id+1 })
+		waittest.Until(t, waitLimit, "the sleeper's first registration", func() bool { return c.Pending() == id+1 })
 	}
 	start()
 	if err := c.Run(ctx); err != nil {

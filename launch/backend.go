@@ -68,11 +68,17 @@ type Capabilities struct {
 }
 
 // Check is the one place a backend refuses what it cannot do: a shaper it
-// cannot install, a malleable plan (a malleability policy or a malleable
-// application) without malleability, or a fault it cannot apply.
+// cannot install, a performance model (Options.SimModel) on a backend that
+// simulates nothing, a model file that does not load, a malleable plan (a
+// malleability policy or a malleable application) without malleability,
+// or a fault it cannot apply. plan may be nil: then only the options are
+// checked.
 func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 	c := b.Capabilities()
 	if err := checkShaper(b.Name(), c, opts.Shaper); err != nil {
+		return err
+	}
+	if err := checkModel(b.Name(), c, opts.SimModel); err != nil {
 		return err
 	}
 	if plan != nil {
@@ -101,6 +107,20 @@ func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// checkModel refuses a model on a backend that runs jobs for real, and a
+// model that does not load (a file that is missing or malformed: the error
+// names it).
+func checkModel(name string, c Capabilities, model string) error {
+	if model == "" {
+		return nil
+	}
+	if !c.Simulated {
+		return fmt.Errorf("model %q: the %s backend runs its jobs, it predicts none (a model is the sim backend's)", model, name)
+	}
+	_, _, err := simModelFile(model)
+	return err
 }
 
 func checkShaper(name string, c Capabilities, shaper string) error {

@@ -2,6 +2,8 @@ package launch
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +22,40 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := LookupBackend("simgrid"); err == nil || !strings.Contains(err.Error(), "docker, inproc, netns, sim") {
 		t.Errorf("unknown backend: %v, want the known names listed", err)
+	}
+}
+
+// Check refuses a model on a backend that runs its jobs, and a model file
+// that is missing or malformed, naming the file; the sim backend takes the
+// typed model, the shipped file and a file that loads.
+func TestCheckModel(t *testing.T) {
+	inproc, _ := LookupBackend("inproc")
+	sim, _ := LookupBackend("sim")
+	dir := t.TempDir()
+	missing, malformed := filepath.Join(dir, "missing.json"), filepath.Join(dir, "malformed.json")
+	if err := os.WriteFile(malformed, []byte(`{"version": 1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b           Backend
+		model, want string // want "" passes
+	}{
+		{sim, "", ""},
+		{sim, "typed", ""},
+		{sim, "shipped", ""},
+		{sim, "sim/models/inproc.json", ""},
+		{sim, missing, missing},
+		{sim, malformed, malformed},
+		{inproc, "", ""},
+		{inproc, "shipped", `model "shipped": the inproc backend runs its jobs`},
+	} {
+		err := Check(c.b, nil, Options{SimModel: c.model})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s model %q: %v", c.b.Name(), c.model, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s model %q: %v, want an error naming %q", c.b.Name(), c.model, err, c.want)
+		}
 	}
 }
 

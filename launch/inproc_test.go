@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
@@ -78,16 +79,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 	// Nothing left running: goroutines (listeners, ranks, shapers, timers)
 	// return to where they were, within a deadline.
-	deadline := time.Now().Add(20 * time.Second)
-	for runtime.NumGoroutine() > before+2 {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("%d goroutines before the run, %d after:\n%s", before, runtime.NumGoroutine(), firstLines(string(buf[:n]), 80))
-		}
-		runtime.Gosched()
-		<-time.After(50 * time.Millisecond)
-	}
+	waittest.Until(t, 20*time.Second, fmt.Sprintf("at most %d goroutines (%d before the run, plus 2)", before+2, before), func() bool { return runtime.NumGoroutine() <= before+2 })
 }
 
 // expand returns a function that expands a loaded scenario, failing the

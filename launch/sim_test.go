@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
@@ -79,15 +81,7 @@ func TestSimSmoke(t *testing.T) {
 	}
 	// Nothing left running (a sweep runs hundreds of simulations in one
 	// process): goroutines return to where they were, within a deadline.
-	deadline := time.Now().Add(20 * time.Second)
-	for runtime.NumGoroutine() > before+2 {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("%d goroutines before the run, %d after:\n%s", before, runtime.NumGoroutine(), firstLines(string(buf[:n]), 80))
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+	waittest.Until(t, 20*time.Second, fmt.Sprintf("at most %d goroutines (%d before the run, plus 2)", before+2, before), func() bool { return runtime.NumGoroutine() <= before+2 })
 }
 
 // A simulation whose context ends stops at once: its jobs are reported

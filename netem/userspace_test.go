@@ -16,20 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/netem/ptimer"
 )
-
-// waitUntil polls cond until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 func TestSerialise(t *testing.T) {
 	const ms = int64(time.Millisecond)
@@ -501,7 +490,7 @@ func TestShaperCloseEndsAHold(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { _, err := rs.Read(make([]byte, 1)); errc <- err }()
-	waitUntil(t, 10*time.Second, "the frame to be read", func() bool {
+	waittest.Until(t, 10*time.Second, "the frame to be read", func() bool {
 		r := rs.(*shapedConn)
 		if !r.rmu.TryLock() {
 			return true // the reader holds it: waiting
@@ -550,7 +539,7 @@ func TestShaperNoGoroutineLeak(t *testing.T) {
 		<-done
 		rs.Close()
 	}
-	waitUntil(t, 10*time.Second, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+	waittest.Until(t, 10*time.Second, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestWrapUnknownAndClosed(t *testing.T) {

@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,88 +208,13 @@ func parseBatsimComponents(s string) ([]batsimComponent, error) {
 // batsimAllocate numbers the nodes each started job held (see
 // WriteBatsimCSVPlatform) and returns each job's interval set.
 func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimCluster) ([]string, error) {
-	type ev struct {
-		t     float64
-		start bool
-		job   int
-	}
-	var evs []ev
-	for i := range jobs {
-		if jobs[i].Start < 0 || len(comps[i]) == 0 {
-			continue
-		}
-		evs = append(evs, ev{jobs[i].Start, true, i})
-		if jobs[i].End >= 0 {
-			evs = append(evs, ev{jobs[i].End, false, i})
-		}
-	}
-	sort.SliceStable(evs, func(a, b int) bool {
-		if evs[a].t != evs[b].t {
-			return evs[a].t < evs[b].t
-		}
-		return !evs[a].start && evs[b].start // ends first
-	})
-	// Replay per cluster with local numbers 0, 1, ...
-	used := map[string][]bool{}
-	local := make([]map[string][]int, len(jobs))
-	peak := map[string]int{}
-	for _, e := range evs {
-		if !e.start {
-			for c, ids := range local[e.job] {
-				for _, id := range ids {
-					used[c][id] = false
-				}
-			}
-			continue
-		}
-		local[e.job] = map[string][]int{}
-		for _, comp := range comps[e.job] {
-			u := used[comp.cluster]
-			var got []int
-			for id := 0; len(got) < comp.nodes; id++ {
-				if id == len(u) {
-					u = append(u, false)
-				}
-				if !u[id] {
-					u[id] = true
-					got = append(got, id)
-				}
-			}
-			used[comp.cluster] = u
-			local[e.job][comp.cluster] = append(local[e.job][comp.cluster], got...)
-			peak[comp.cluster] = max(peak[comp.cluster], len(u))
-		}
-	}
-	// Offsets of the clusters in the global numbering.
-	offset := map[string]int{}
-	if platform == nil {
-		names := make([]string, 0, len(peak))
-		for c := range peak {
-			names = append(names, c)
-		}
-		sort.Strings(names)
-		next := 0
-		for _, c := range names {
-			offset[c] = next
-			next += peak[c]
-		}
-	} else {
-		next := 0
-		for _, c := range platform {
-			offset[c.Name] = next
-			next += c.Nodes
-			if p := peak[c.Name]; p > c.Nodes {
-				return nil, fmt.Errorf("cluster %s: jobs held %d of its %d nodes at once", c.Name, p, c.Nodes)
-			}
-		}
-		for c := range peak {
-			if _, ok := offset[c]; !ok {
-				return nil, fmt.Errorf("cluster %s: named by a job, not in the platform", c)
-			}
-		}
+	held, peak := batsimReplay(batsimEvents(jobs, comps), comps, len(jobs))
+	offset, err := batsimOffsets(peak, platform)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, len(jobs))
-	for i, m := range local {
+	for i, m := range held {
 		var ids []int
 		for c, l := range m {
 			for _, id := range l {
@@ -297,6 +224,113 @@ func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimClus
 		out[i] = batsimIntervals(ids)
 	}
 	return out, nil
+}
+
+// batsimEvent is a job's start or end in the replay.
+type batsimEvent struct {
+	t     float64
+	start bool
+	job   int
+}
+
+// batsimEvents returns the starts and ends of the jobs that started on
+// nodes, in time order: ends before starts at equal times, then the order
+// of jobs.
+func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
+	var evs []batsimEvent
+	for i := range jobs {
+		if jobs[i].Start < 0 || len(comps[i]) == 0 {
+			continue
+		}
+		evs = append(evs, batsimEvent{jobs[i].Start, true, i})
+		if jobs[i].End >= 0 {
+			evs = append(evs, batsimEvent{jobs[i].End, false, i})
+		}
+	}
+	sort.SliceStable(evs, func(a, b int) bool {
+		if evs[a].t != evs[b].t {
+			return evs[a].t < evs[b].t
+		}
+		return !evs[a].start && evs[b].start
+	})
+	return evs
+}
+
+// batsimReplay replays the events on clusters whose nodes are numbered 0,
+// 1, ... locally: held[job] is the local numbers the job held per cluster
+// (nil for a job that never started), peak the number of nodes each
+// cluster named by a component needed at once.
+func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held []map[string][]int, peak map[string]int) {
+	used := map[string][]bool{}
+	held = make([]map[string][]int, jobs)
+	for _, e := range evs {
+		if !e.start {
+			for c, ids := range held[e.job] {
+				for _, id := range ids {
+					used[c][id] = false
+				}
+			}
+			continue
+		}
+		held[e.job] = map[string][]int{}
+		for _, comp := range comps[e.job] {
+			held[e.job][comp.cluster] = append(held[e.job][comp.cluster], batsimTake(used, comp)...)
+		}
+	}
+	peak = map[string]int{}
+	for c, u := range used {
+		peak[c] = len(u)
+	}
+	return held, peak
+}
+
+// batsimTake marks the lowest-numbered free nodes of comp's cluster used,
+// as many as comp asks for, adding nodes to the cluster where too few are
+// free, and returns their local numbers.
+func batsimTake(used map[string][]bool, comp batsimComponent) []int {
+	u := used[comp.cluster]
+	var got []int
+	for id := 0; len(got) < comp.nodes; id++ {
+		if id == len(u) {
+			u = append(u, false)
+		}
+		if !u[id] {
+			u[id] = true
+			got = append(got, id)
+		}
+	}
+	used[comp.cluster] = u
+	return got
+}
+
+// batsimOffsets returns the first global number of every cluster's nodes:
+// the platform's clusters in its order, each as large as the platform says
+// (an error if the jobs held more of one at once, or named a cluster it
+// lacks); without a platform, the clusters of peak in name order, each as
+// large as its peak.
+func batsimOffsets(peak map[string]int, platform []BatsimCluster) (map[string]int, error) {
+	offset := map[string]int{}
+	next := 0
+	if platform == nil {
+		for _, c := range slices.Sorted(maps.Keys(peak)) {
+			offset[c] = next
+			next += peak[c]
+		}
+		return offset, nil
+	}
+	for _, c := range platform {
+		offset[c.Name] = next
+		next += c.Nodes
+		if p := peak[c.Name]; p > c.Nodes {
+			return nil, fmt.Errorf("cluster %s: jobs held %d of its %d nodes at once", c.Name, p, c.Nodes)
+		}
+	}
+	for c := range peak {
+		if _, ok := offset[c]; !ok {
+			return nil, fmt.Errorf("cluster %s: named by a job, not in the platform", c)
+		}
+	}
+	return offset, nil
 }
 
 // batsimIntervals renders node numbers as Batsim's interval set: sorted,

@@ -170,3 +170,28 @@ func TestBatsimIntervals(t *testing.T) {
 		}
 	}
 }
+
+// The replay's order decides the numbering: at equal times ends come before
+// starts (b reuses the nodes a frees at 10), simultaneous starts go in job
+// order (b before c), a job naming a cluster twice takes nodes for each
+// component, and a killed job (d) keeps its node. Clusters without a
+// platform are numbered in name order (amsterdam first).
+func TestBatsimNumberingOrder(t *testing.T) {
+	jobs := []Job{
+		{ID: "a", Components: "vrije:2", Start: 0, End: 10, Status: "completed"},
+		{ID: "b", Components: "vrije:2", Start: 10, End: 20, Status: "completed"},
+		{ID: "c", Components: "vrije:1+vrije:1", Start: 10, End: 30, Status: "completed"},
+		{ID: "d", Components: "amsterdam:1", Start: 5, End: -1, Status: "failed"},
+		{ID: "e", Components: "vrije:1", Start: 20, End: 25, Status: "completed"},
+		{ID: "f", Components: "vrije:3", Start: -1, End: -1, Status: "failed"},
+	}
+	dir := t.TempDir()
+	if err := WriteBatsimCSV(dir, jobs, "w"); err != nil {
+		t.Fatalf("WriteBatsimCSV: %v", err)
+	}
+	got := readBatsimColumn(t, dir, "allocated_resources")
+	want := []string{"1-2", "1-2", "3-4", "0", "1", ""}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("allocated_resources %q, want %q", got, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/clock"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // A failed check is counted, kept in the details and emitted as an event; a
@@ -44,16 +45,11 @@ func TestCheckCountsAndReports(t *testing.T) {
 	if s := st.Snapshot(); !reflect.DeepEqual(s, want) || s.OK() {
 		t.Fatalf("snapshot %+v (ok %v), want %+v", s, s.OK(), want)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waittest.Until(t, 5*time.Second, "the violation's event", func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got) > 0
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 1 || got[0].Kind != "invariant_violation" || got[0].JobId != "j2" || got[0].Source != "mrunner" ||

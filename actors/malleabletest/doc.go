@@ -8,6 +8,6 @@
 // one unit per rank, so growing a job makes it end sooner. Resizes are
 // collective: they apply at the first safe point where every rank has
 // received its ResizeRanks. Probe and Expect let a test play one side of an
-// exchange (a runner, a manager); WaitFor waits on a condition with a
-// deadline. Only tests import this package.
+// exchange (a runner, a manager); internal/waittest waits on a condition.
+// Only tests import this package.
 package malleabletest

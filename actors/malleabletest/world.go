@@ -26,18 +26,6 @@ func Profile(app string) apps.Profile {
 	return p
 }
 
-// WaitFor polls cond until it holds or the deadline passes.
-func WaitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // events collects every event of a run.
 type Events struct {
 	mu  sync.Mutex

@@ -9,6 +9,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/invariant"
 	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 const wait = 10 * time.Second
@@ -68,7 +69,7 @@ func (r *fakeRunner) placed() *msg.JobPlaced {
 func (r *fakeRunner) quiet(polls int) {
 	r.h.T.Helper()
 	n := len(r.h.Events.Of("cluster_util")) + polls*len(r.h.Order)
-	mt.WaitFor(r.h.T, "manager polls", wait, func() bool { return len(r.h.Events.Of("cluster_util")) >= n })
+	waittest.Until(r.h.T, wait, "manager polls", func() bool { return len(r.h.Events.Of("cluster_util")) >= n })
 	select {
 	case m := <-r.p.Ch:
 		r.h.T.Fatalf("%s: unexpected %T %v", r.job, m, m)
@@ -121,7 +122,7 @@ func TestManagerPRANeverCountsTwice(t *testing.T) {
 	if !inv.OK() || inv.Checks[invariant.Capacity] == 0 || inv.Checks[invariant.Bounds] == 0 || inv.Checks[invariant.Pow2] == 0 {
 		t.Fatalf("invariants %+v", inv)
 	}
-	mt.WaitFor(t, "three placed events", wait, func() bool { return len(h.Events.Of("placed")) == 3 })
+	waittest.Until(t, wait, "three placed events", func() bool { return len(h.Events.Of("placed")) == 3 })
 	// j1 gives 4 processors back on its own: the manager's books follow, and
 	// the next round offers them to j1 again.
 	h.Sys.Root.Send(h.Clusters["a"], &msg.ReleaseNodes{JobId: "j1", Nodes: []string{"a-n005", "a-n006", "a-n007", "a-n008"}})
@@ -169,7 +170,7 @@ func TestManagerPWAShrinksForWaitingJob(t *testing.T) {
 	if !h.Stats.Snapshot().OK() {
 		t.Fatalf("invariants %+v", h.Stats.Snapshot())
 	}
-	mt.WaitFor(t, "two requests recorded", wait, func() bool { return len(h.Events.Of("resize_request")) >= 2 })
+	waittest.Until(t, wait, "two requests recorded", func() bool { return len(h.Events.Of("resize_request")) >= 2 })
 	req := h.Events.Of("resize_request")
 	if len(req) != 2 || req[1].Fields["op"] != "shrink" || req[1].Fields["mandatory"] != "true" {
 		t.Fatalf("requests %v", req)

@@ -9,6 +9,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/invariant"
 	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // The tests below play the runners through probes and choose the order in
@@ -83,7 +84,7 @@ func TestPWAStartWaitsWhenShrinkIsDeclined(t *testing.T) {
 	// Two idle processors remain in the cluster (outside KOALA's share):
 	// claiming them now would hold 10 of a cap of 8.
 	j2.quiet(2)
-	mt.WaitFor(t, "the deferred start", wait, func() bool { return len(h.Events.JobOf("start_deferred", "j2")) > 0 })
+	waittest.Until(t, wait, "the deferred start", func() bool { return len(h.Events.JobOf("start_deferred", "j2")) > 0 })
 	endJob(h, "j1")
 	if p := j2.placed(); len(p.Allocations[0].Nodes) != 2 {
 		t.Fatalf("placement %+v", p)
@@ -126,7 +127,7 @@ func TestPWAStartWaitsWhenShrinkTimesOut(t *testing.T) {
 	j1 := fillToCap(t, h)
 	j2 := h.submit("j2", "nbody", 2, 0, 0)
 	s := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1")
-	mt.WaitFor(t, "the shrink to time out", wait, func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
+	waittest.Until(t, wait, "the shrink to time out", func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
 	// The manager fights again with a new request; j2 is not placed.
 	s2 := mt.Expect[*msg.ShrinkRequest](t, j1.p, "shrink of j1 after the timeout")
 	select {
@@ -157,7 +158,7 @@ func TestGrowTimeoutBooksTheWorstCase(t *testing.T) {
 			if g.Processors != 6 {
 				t.Fatalf("grow %+v", g)
 			}
-			mt.WaitFor(t, "the grow to time out", wait, func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
+			waittest.Until(t, wait, "the grow to time out", func() bool { return len(h.Events.JobOf("resize_timeout", "j1")) > 0 })
 			// No second grow of the same processors, and no start in them:
 			// PRA waits, PWA fights for j2 with a shrink of what it books.
 			j2 := h.submit("j2", "nbody", 2, 0, 0)

@@ -11,6 +11,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/mmanager"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/runner"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // TestEndToEnd runs small W_mr-like workloads (FT and n-body malleable jobs
@@ -59,7 +60,7 @@ func TestEndToEnd(t *testing.T) {
 						TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.Stats, Env: w.Env}))
 				}
 			}()
-			mt.WaitFor(t, "every job to end", 60*time.Second, func() bool { return len(w.Events.Of("end")) == jobs })
+			waittest.Until(t, 60*time.Second, "every job to end", func() bool { return len(w.Events.Of("end")) == jobs })
 
 			for _, e := range w.Events.Of("end") {
 				if e.Fields["status"] != "completed" {
@@ -113,7 +114,7 @@ func TestEndToEnd(t *testing.T) {
 			// Every processor is free again.
 			p := mt.NewProbe(t, w.Sys)
 			for _, cl := range w.Order {
-				mt.WaitFor(t, "cluster "+cl+" free", wait, func() bool {
+				waittest.Until(t, wait, "cluster "+cl+" free", func() bool {
 					w.Sys.Root.Send(w.Clusters[cl], &msg.Claim{JobId: "all", Nodes: int32(sizes[cl]), ClaimId: 1, ReplyTo: msg.FromPID(p.PID)})
 					r := mt.Expect[*msg.ClaimReply](t, p, "claim")
 					if r.Ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/mmanager"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/runner"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // A node must never be given to a second job while the first still holds
@@ -39,30 +40,30 @@ func TestReleaseWaitsForTheNodeToLetGo(t *testing.T) {
 		TimeScale: 1, StartupDelay: 10 * time.Second, Stats: w.Stats, Env: w.Env}))
 	// The manager grows ja onto the two other processors; their ranks
 	// start and wait to join.
-	mt.WaitFor(t, "ja's new ranks waiting to join", wait, func() bool {
+	waittest.Until(t, wait, "ja's new ranks waiting to join", func() bool {
 		return w.Joiners("ja") == 2
 	})
 	// ja ends: its two ranks end, the two joining ones are aborted and
 	// their nodes hold them.
 	w.Finish("ja")
-	mt.WaitFor(t, "ja's end", wait, func() bool { return len(w.Events.JobOf("end", "ja")) == 1 })
-	mt.WaitFor(t, "the aborted ranks held", wait, func() bool { return w.HeldCount() == 2 })
+	waittest.Until(t, wait, "ja's end", func() bool { return len(w.Events.JobOf("end", "ja")) == 1 })
+	waittest.Until(t, wait, "the aborted ranks held", func() bool { return w.HeldCount() == 2 })
 
 	// jb needs all four processors.
 	b := &msg.JobSpec{Id: "jb", App: "nbody", Size: 4, Request: "non-fixed", Args: map[string]float64{"work": 40}}
 	w.Sys.Root.Spawn(runner.Props(runner.Config{Job: b, Scheduler: mm, Clusters: w.Clusters,
 		TimeScale: 1, StartupDelay: 10 * time.Second, Env: w.Env}))
-	mt.WaitFor(t, "jb's submission", wait, func() bool { return len(w.Events.JobOf("submit", "jb")) == 1 })
+	waittest.Until(t, wait, "jb's submission", func() bool { return len(w.Events.JobOf("submit", "jb")) == 1 })
 	// Three polls pass: jb must not be placed on nodes that hold ja's ranks.
 	n := len(w.Events.Of("cluster_util")) + 3
-	mt.WaitFor(t, "three polls", wait, func() bool { return len(w.Events.Of("cluster_util")) >= n })
+	waittest.Until(t, wait, "three polls", func() bool { return len(w.Events.Of("cluster_util")) >= n })
 	if p := w.Events.JobOf("placed", "jb"); len(p) != 0 {
 		t.Fatalf("jb placed while two of its processors still held ja's ranks: %v", p[0].Fields)
 	}
 	if got := w.LetGo(); got != 2 {
 		t.Fatalf("%d aborted ranks held, want 2", got)
 	}
-	mt.WaitFor(t, "jb's end", wait, func() bool { return len(w.Events.JobOf("end", "jb")) == 1 })
+	waittest.Until(t, wait, "jb's end", func() bool { return len(w.Events.JobOf("end", "jb")) == 1 })
 	if e := w.Events.JobOf("end", "jb")[0]; e.Fields["status"] != "completed" {
 		t.Fatalf("jb %s: %s", e.Fields["status"], e.Fields["reason"])
 	}
@@ -100,7 +101,7 @@ func TestRunnerRefusedStartGivesEverythingBack(t *testing.T) {
 		t.Fatalf("job finished %+v", f)
 	}
 	// Both processors are back: a claim of all four succeeds.
-	mt.WaitFor(t, "all processors free", wait, func() bool {
+	waittest.Until(t, wait, "all processors free", func() bool {
 		w.Sys.Root.Send(w.Clusters["a"], &msg.Claim{JobId: "all", Nodes: 4, ClaimId: 2, ReplyTo: msg.FromPID(mgr.PID)})
 		ok := mt.Expect[*msg.ClaimReply](t, mgr, "claim of every processor").Ok
 		if ok {

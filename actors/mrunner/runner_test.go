@@ -10,6 +10,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/invariant"
 	mt "github.com/koala-emu/koala-emu/actors/malleabletest"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 const wait = 10 * time.Second
@@ -104,7 +105,7 @@ func (h *runnerHarness) end() *msg.Event {
 		h.T.Fatalf("job failed: %s", f.Reason)
 	}
 	var end *msg.Event
-	mt.WaitFor(h.T, "end event", wait, func() bool {
+	waittest.Until(h.T, wait, "end event", func() bool {
 		evs := h.Events.JobOf("end", h.job)
 		if len(evs) == 1 {
 			end = evs[0]
@@ -117,7 +118,7 @@ func (h *runnerHarness) end() *msg.Event {
 // allFree checks that every processor of cluster a is free again.
 func (h *runnerHarness) allFree() {
 	h.T.Helper()
-	mt.WaitFor(h.T, "all processors free", wait, func() bool {
+	waittest.Until(h.T, wait, "all processors free", func() bool {
 		h.Sys.Root.Send(h.Clusters["a"], &msg.Claim{JobId: "probe-all", Nodes: int32(h.Sizes["a"]), ClaimId: 7, ReplyTo: msg.FromPID(h.mgr.PID)})
 		r := mt.Expect[*msg.ClaimReply](h.T, h.mgr, "claim of every processor")
 		if r.Ok {
@@ -259,7 +260,7 @@ func TestStuckShrinkFailsTheJob(t *testing.T) {
 		t.Fatalf("job finished %+v, want a failure by rank timeout naming the shrink", f)
 	}
 	var end *msg.Event
-	mt.WaitFor(t, "end event", wait, func() bool {
+	waittest.Until(t, wait, "end event", func() bool {
 		evs := h.Events.JobOf("end", "j1")
 		if len(evs) == 1 {
 			end = evs[0]
@@ -277,7 +278,7 @@ func TestStuckShrinkFailsTheJob(t *testing.T) {
 func TestRunnerEndsDuringGrow(t *testing.T) {
 	h := newRunnerHarness(t, 10, "j1", "nbody", 2, 46, 1_000_000)
 	h.grow(1, 5, 5)
-	mt.WaitFor(t, "new ranks asked to join", wait, func() bool {
+	waittest.Until(t, wait, "new ranks asked to join", func() bool {
 		return h.Members("j1") == 7
 	})
 	end := h.end()
@@ -302,7 +303,7 @@ func TestRunnerRequestsBeforeStartAreDeclined(t *testing.T) {
 	if f := mt.Expect[*msg.JobFinished](t, mgr, "finished"); f.Ok {
 		t.Fatal("rejected job finished ok")
 	}
-	mt.WaitFor(t, "failed end event", wait, func() bool {
+	waittest.Until(t, wait, "failed end event", func() bool {
 		e := w.Events.JobOf("end", "j1")
 		return len(e) == 1 && e[0].Fields["status"] == "failed"
 	})

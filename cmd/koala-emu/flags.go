@@ -125,14 +125,23 @@ type runFlags struct {
 	out             string
 	backend         string
 	requireFaithful bool
+	model           string
 	asJSON          bool
 }
 
-// register adds the backend and faithfulness flags; the overrides are
-// added last (registerOverrides) so that help lists them together.
+// register adds the backend, faithfulness and model flags; the overrides
+// are added last (registerOverrides) so that help lists them together.
 func (r *runFlags) register(fs *pflag.FlagSet, a *app) {
 	fs.StringVar(&r.backend, "backend", defaultBackend, "where the actors run: "+a.backendHelp())
 	fs.BoolVar(&r.requireFaithful, "require-faithful", false, "fail the run (after writing its results) when the host did not keep up with the emulation")
+	addModelFlag(fs, &r.model)
+}
+
+// addModelFlag registers --model, the sim backend's performance model
+// (launch.Options.SimModel): run, study and sweep take it. launch.Check
+// refuses it on other backends and names a model file that does not load.
+func addModelFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "model", "", "the sim backend's model: typed (the applications' typed traffic), shipped (the file learnt on inproc, launch/sim/models/inproc.json) or a model file (koala-emu model learn) (default: typed)")
 }
 
 // addJSONFlag registers --json.

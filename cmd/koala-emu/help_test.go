@@ -47,6 +47,11 @@ func newTestApp() *testApp {
 	return t
 }
 
+// addSimulated adds a simulated fake backend of this name.
+func (t *testApp) addSimulated(name string) {
+	t.backends = append(t.backends, &fakeBackend{name: name, t: t, simulated: true})
+}
+
 // setBackends replaces the backends with fakes of these names.
 func (t *testApp) setBackends(names ...string) {
 	t.backends = nil
@@ -55,10 +60,12 @@ func (t *testApp) setBackends(names ...string) {
 	}
 }
 
-// fakeBackend records what it is asked.
+// fakeBackend records what it is asked; a simulated one says it predicts
+// (Capabilities.Simulated), so that launch.Check lets a model through.
 type fakeBackend struct {
-	name string
-	t    *testApp
+	name      string
+	t         *testApp
+	simulated bool
 }
 
 var _ launch.Backend = (*fakeBackend)(nil)
@@ -66,7 +73,7 @@ var _ launch.Backend = (*fakeBackend)(nil)
 func (f *fakeBackend) Name() string { return f.name }
 
 func (f *fakeBackend) Capabilities() launch.Capabilities {
-	return launch.Capabilities{Shapers: []string{"userspace"}, Malleability: true}
+	return launch.Capabilities{Shapers: []string{"userspace"}, Malleability: true, Simulated: f.simulated}
 }
 
 // Run records the run; a sweep runs cells at once, hence the lock.
@@ -139,7 +146,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 func TestHelpNamesFlagsAndDefaults(t *testing.T) {
 	cases := map[string][]string{
 		"run":                 {"--quiet", "--dilation auto|N", "--malleability-policy", "--approach", "--malleable-fraction", "--require-faithful", `(default "inproc")`, `(default "auto")`},
-		"study cluster-count": {"--size int", "(default 32)", "--scenario string", `(default "cluster-count")`, "--dilation", "--require-faithful", "--json"},
+		"study cluster-count": {"--size int", "(default 32)", "--scenario string", `(default "cluster-count")`, "--dilation", "--require-faithful", "--model string", "--json"},
+		"sweep":               {"--model string", "--parallel int", "--backend string", `(default "sweep")`, "--json"},
 		"calibrate":           {"--json", "--shaper", "--backend"},
 		"clean":               {"--run string", "--all", "--dry-run", "--json"},
 		"validate":            {"--json"},

@@ -35,7 +35,6 @@ type runCmdFlags struct {
 	runFlags
 	shaper string
 	quiet  bool
-	model  string
 	// cpuProfile is where run writes a CPU profile of its own process.
 	cpuProfile string
 }
@@ -62,7 +61,6 @@ workload, and write results.json, jobs.csv, events.jsonl and manifest.json to
 	f.register(fs, a)
 	fs.StringVar(&f.out, "out", "", "results directory (default runs/<scenario>-<yyyymmdd-hhmmss>)")
 	fs.StringVar(&f.shaper, "shaper", "auto", "link shaping mechanism: auto, netem, htb or userspace (see Backends above for each backend's)")
-	fs.StringVar(&f.model, "model", "", "the sim backend's model: typed (the applications' typed traffic), shipped (the file learnt on inproc, launch/sim/models/inproc.json) or a model file (koala-emu model learn) (default: typed)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines on stderr")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of this process to the file: every actor on inproc and sim, the launcher only on netns and docker")
 	addJSONFlag(cmd, &f.asJSON, "the run's summary")

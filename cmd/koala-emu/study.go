@@ -197,7 +197,7 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 	if ov.TimeScale == nil && f.cellWall > 0 {
 		base.TimeScale, base.WallBudget = nil, &scenarios.WallBudget{Seconds: f.cellWall.Seconds()}
 	}
-	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true}
+	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true, SimModel: f.model}
 	appList := strings.Split(f.apps, ",")
 	for _, name := range ics {
 		cs := clusterSets[name]

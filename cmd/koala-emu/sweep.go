@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -27,12 +28,15 @@ type sweepOutput struct {
 
 func (o *sweepOutput) setError(err error) { o.Error = errorText(err) }
 
+// sweepFlags are the flags of sweep.
+type sweepFlags struct {
+	out, backend, model string
+	parallel            int
+	asJSON              bool
+}
+
 func newSweepCmd(a *app) *cobra.Command {
-	var (
-		out, backend string
-		parallel     int
-		asJSON       bool
-	)
+	f := &sweepFlags{}
 	cmd := &cobra.Command{
 		Use:   "sweep SWEEP.yaml",
 		Short: "run a grid of scenario variants, resuming after an interruption, and write one table",
@@ -43,37 +47,42 @@ its own directory, resumes after an interruption without redoing finished cells,
 sweep.csv and sweep.json with a row per cell (AJRT, wait, execution, co-allocated share,
 utilisation, dilation and fidelity verdict). See sweep/testdata for examples.`,
 		Example: `  koala-emu sweep my-sweep.yaml --out runs/my-sweep
+  koala-emu sweep my-sweep.yaml --backend sim --model shipped --out runs/my-sweep-shipped
   koala-emu report runs/my-sweep --out runs/my-sweep/report`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := &sweepOutput{Sweep: args[0], Dir: out}
-			return finishJSON(a, asJSON, o, runSweep(cmd.Context(), a, args[0], backend, parallel, out, asJSON, o))
+			o := &sweepOutput{Sweep: args[0], Dir: f.out}
+			return finishJSON(a, f.asJSON, o, runSweep(cmd.Context(), a, args[0], f, o))
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&out, "out", "sweep", "directory of the sweep: a directory per cell, sweep.csv and sweep.json")
-	fs.StringVar(&backend, "backend", "", "replace the sweep file's backend: "+a.backendHelp()+" (default: the file's, else "+defaultBackend+")")
-	fs.IntVar(&parallel, "parallel", 0, "cells run at once (default: the file's, else 1; emulated runs share the host, so keep 1 for faithful runs)")
-	addJSONFlag(cmd, &asJSON, "the counts of cells")
+	fs.StringVar(&f.out, "out", "sweep", "directory of the sweep: a directory per cell, sweep.csv and sweep.json")
+	fs.StringVar(&f.backend, "backend", "", "replace the sweep file's backend: "+a.backendHelp()+" (default: the file's, else "+defaultBackend+")")
+	fs.IntVar(&f.parallel, "parallel", 0, "cells run at once (default: the file's, else 1; emulated runs share the host, so keep 1 for faithful runs)")
+	addModelFlag(fs, &f.model)
+	addJSONFlag(cmd, &f.asJSON, "the counts of cells")
 	return cmd
 }
 
-func runSweep(ctx context.Context, a *app, file, backend string, parallel int, out string, asJSON bool, o *sweepOutput) error {
+// runSweep runs the sweep file's cells on the backend. The options every
+// cell runs with (--model) are checked against the backend before the
+// first cell runs.
+func runSweep(ctx context.Context, a *app, file string, f *sweepFlags, o *sweepOutput) error {
 	sw, err := sweep.Load(file)
 	if err != nil {
 		return err
 	}
-	if backend == "" {
-		backend = sw.Backend
-	}
-	if backend == "" {
-		backend = defaultBackend
-	}
+	backend := cmp.Or(f.backend, sw.Backend, defaultBackend)
 	o.Backend = backend
 	b, err := a.lookupBackend(backend)
 	if err != nil {
 		return fmt.Errorf("sweep %s: %w", file, err)
 	}
+	opts := launch.Options{SimModel: f.model}
+	if err := launch.Check(b, nil, opts); err != nil {
+		return fmt.Errorf("sweep %s: %w", file, err)
+	}
+	parallel := f.parallel
 	if parallel <= 0 {
 		parallel = sw.Parallel
 	}
@@ -88,18 +97,20 @@ func runSweep(ctx context.Context, a *app, file, backend string, parallel int, o
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.Run(ctx, plan, launch.Options{Out: dir})
+		cell := opts
+		cell.Out = dir
+		res, err := b.Run(ctx, plan, cell)
 		if res == nil {
 			return nil, err
 		}
 		return sweepRow(res), err
 	}
-	r, err := sweep.Run(ctx, sw, run, sweep.Options{Dir: out, Parallel: parallel, Progress: progress, Env: &env})
+	r, err := sweep.Run(ctx, sw, run, sweep.Options{Dir: f.out, Parallel: parallel, Progress: progress, Env: &env})
 	if r != nil {
 		o.Cells, o.Done, o.Resumed, o.Failed = len(r.Cells), r.Done, r.Resumed, r.Failed
-		if !asJSON {
+		if !f.asJSON {
 			fmt.Fprintf(a.stdout, "%d cells: %d done (%d from an earlier run), %d failed; table in %s\n",
-				len(r.Cells), r.Done, r.Resumed, r.Failed, filepath.Join(out, sweep.TableCSV))
+				len(r.Cells), r.Done, r.Resumed, r.Failed, filepath.Join(f.out, sweep.TableCSV))
 		}
 	}
 	return err

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // testImage is the sleeper image shared by the tests of this file; TestMain
@@ -265,10 +267,10 @@ func checkStatsAndKill(ctx context.Context, t *testing.T, r *Run, cs []*Containe
 	if err := cs[2].Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	waittest.Until(t, 30*time.Second, "the killed container to stop", func() bool {
 		running, err := cs[2].Running(ctx)
 		return err == nil && !running
-	}, "killed container still running")
+	})
 	if running, err := cs[3].Running(ctx); err != nil || !running {
 		t.Errorf("untouched container running=%v err=%v", running, err)
 	}
@@ -494,19 +496,6 @@ func TestMeasureStart40(t *testing.T) {
 		t.Logf("parallelism %d: %d containers ready in %v (%.0f ms each on average); memory in use per container: min %.2f, median %.2f, mean %.2f, max %.2f MiB; removed in %v; stats sampled in %v",
 			par, count, up.Round(time.Millisecond), float64(up.Milliseconds())/float64(count), mem[0], mem[len(mem)/2], sum/float64(len(mem)), mem[len(mem)-1],
 			time.Since(closeStart).Round(time.Millisecond), statsTook.Round(time.Millisecond))
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (after %v)", msg, within)
-		}
-		<-tick.C
 	}
 }
 

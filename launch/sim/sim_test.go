@@ -12,21 +12,13 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/clock"
+	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/nodes/apps"
 )
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
+// waitLimit is how long a test waits for another goroutine to get somewhere.
+const waitLimit = 10 * time.Second
 
 type gated struct{ gate <-chan struct{} }
 
@@ -71,7 +63,7 @@ func testMessageInFlight(t *testing.T, clk *clock.Virtual, props func(*actor.Pro
 			handled.Add(1)
 		}
 	})))
-	waitFor(t, "the actor to start", func() bool { return clk.Active() == 0 })
+	waittest.Until(t, waitLimit, "the actor to start", func() bool { return clk.Active() == 0 })
 	fired := false
 	clk.AfterFunc(10*time.Second, func() { fired = true })
 	gate := make(chan struct{})
@@ -85,7 +77,7 @@ func testMessageInFlight(t *testing.T, clk *clock.Virtual, props func(*actor.Pro
 		t.Fatalf("clock moved to %v (fired %v) while a message was being handled", clk.Now(), fired)
 	}
 	close(gate)
-	waitFor(t, "the handler to return", func() bool { return clk.Step() != clock.Held })
+	waittest.Until(t, waitLimit, "the handler to return", func() bool { return clk.Step() != clock.Held })
 	if !fired || clk.Now() != 10*time.Second || handled.Load() != 1 {
 		t.Fatalf("after the handler: fired %v at %v, handled %d; want fired at 10s, handled 1", fired, clk.Now(), handled.Load())
 	}
@@ -294,7 +286,7 @@ func TestWatchReportsAStuckClock(t *testing.T) {
 	stopIdle := Watch(idle, time.Millisecond, func(reason string) { calls <- reason })
 	// An idle clock (nothing active) is never stuck: wait for the watch to
 	// have looked many times, through the clock's own wall time.
-	waitFor(t, "the watch to look", func() bool { return idle.Wall() > 50*time.Millisecond })
+	waittest.Until(t, waitLimit, "the watch to look", func() bool { return idle.Wall() > 50*time.Millisecond })
 	stopIdle()
 	select {
 	case r := <-calls:
@@ -315,7 +307,7 @@ func TestPanickingHandlerHoldsTheClock(t *testing.T) {
 			panic("boom")
 		}
 	})))
-	waitFor(t, "the actor to start", func() bool { return clk.Active() == 0 })
+	waittest.Until(t, waitLimit, "the actor to start", func() bool { return clk.Active() == 0 })
 	clk.AfterFunc(time.Second, func() {})
 	system.Root.Send(pid, "boom")
 	got := make(chan string, 1)
@@ -353,7 +345,7 @@ func TestCallbackCascadeRunsAfterTheCallback(t *testing.T) {
 			log = append(log, "b:"+m)
 		}
 	})))
-	waitFor(t, "the actors to start", func() bool { return clk.Active() == 0 })
+	waittest.Until(t, waitLimit, "the actors to start", func() bool { return clk.Active() == 0 })
 	clk.AfterFunc(time.Second, func() {
 		system.Root.Send(a, "1")
 		system.Root.Send(b, "2")

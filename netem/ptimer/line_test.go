@@ -8,20 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/koala-emu/koala-emu/internal/waittest"
+)
 
 func TestAtNeverEarlyAndAllRun(t *testing.T) {
 	l := New()
@@ -49,7 +38,7 @@ func TestAtNeverEarlyAndAllRun(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	waitFor(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return ran == n })
+	waittest.Until(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return ran == n })
 	if early != 0 {
 		t.Fatalf("%d callbacks ran before their deadline", early)
 	}
@@ -76,7 +65,7 @@ func TestAtOrder(t *testing.T) {
 		l.At(base.Add(time.Duration(k/2)*time.Microsecond), func() { mu.Lock(); got = append(got, k); mu.Unlock() })
 	}
 	close(gate)
-	waitFor(t, 5*time.Second, "callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n })
+	waittest.Until(t, 5*time.Second, "callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n })
 	// Deadlines ascend; equal deadlines (k/2) keep insertion order.
 	pos := make(map[int]int, n)
 	for i, k := range perm {
@@ -96,7 +85,7 @@ func TestEarlierDeadlineInterruptsSleep(t *testing.T) {
 	late := make(chan struct{})
 	l.At(time.Now().Add(time.Hour), func() { close(late) })
 	// Let the thread go to sleep for the hour.
-	waitFor(t, 5*time.Second, "thread asleep", func() bool { return l.state.Load() == stateSleeping })
+	waittest.Until(t, 5*time.Second, "thread asleep", func() bool { return l.state.Load() == stateSleeping })
 	fired := make(chan struct{})
 	l.At(time.Now().Add(500*time.Microsecond), func() { close(fired) })
 	select {
@@ -153,7 +142,7 @@ func TestSleepCancel(t *testing.T) {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
-	waitFor(t, 5*time.Second, "cancelled entry removed or fired", func() bool { return l.Pending() == 0 })
+	waittest.Until(t, 5*time.Second, "cancelled entry removed or fired", func() bool { return l.Pending() == 0 })
 	if err := l.Sleep(ctx2, time.Millisecond); !errors.Is(err, context.Canceled) {
 		t.Fatalf("sleep on a done context: %v", err)
 	}
@@ -178,7 +167,7 @@ func TestCloseRunsPendingAndLeaksNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("At after Close did not run")
 	}
-	waitFor(t, 5*time.Second, "timer goroutine exit", func() bool { return runtime.NumGoroutine() <= before })
+	waittest.Until(t, 5*time.Second, "timer goroutine exit", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestDefaultIsSharedAndNotClosable(t *testing.T) {
@@ -247,7 +236,7 @@ func TestConcurrentAt(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return count == goroutines*per })
+	waittest.Until(t, 10*time.Second, "all callbacks", func() bool { mu.Lock(); defer mu.Unlock(); return count == goroutines*per })
 	if p := l.Pending(); p != 0 {
 		t.Fatalf("Pending() = %d after everything ran", p)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/netem"
 )
 
@@ -556,15 +557,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	if err := cs[2].Close(); err != nil {
 		t.Logf("close after peers aborted: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, fmt.Sprintf("the goroutines to return to %d", before), func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestThroughUserspaceShaper(t *testing.T) {

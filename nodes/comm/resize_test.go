@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // pattern is the content of byte i of the test's distributed array.
@@ -274,13 +276,7 @@ func TestResizeShrinkToMinimum(t *testing.T) {
 		t.Errorf("received %d bytes, want %d", moved.Load(), want)
 	}
 	closeAll(t, cs[:2])
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, fmt.Sprintf("the goroutines to return to %d", before), func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestResizeRejectsBadTables(t *testing.T) {
