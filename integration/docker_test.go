@@ -26,32 +26,46 @@ import (
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// image is the koala-emu image every test of this file runs; TestMain
-// builds it from ./cmd/koala-emu and removes its tag at the end.
-var image string
+// image is the koala-emu image the docker tests run, built from
+// ./cmd/koala-emu by the first test that needs it (dockerImage; a run of
+// netns tests only needs no Docker); TestMain removes its tag at the end.
+var (
+	imageOnce sync.Once
+	image     string
+	imageErr  error
+)
+
+// dockerImage builds the image once and returns its reference.
+func dockerImage(t *testing.T) string {
+	t.Helper()
+	imageOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		image, imageErr = docker.BuildImage(ctx, docker.ImageOptions{Package: "./cmd/koala-emu", Dir: "..", Repo: "koala-emu-it"})
+	})
+	if imageErr != nil {
+		t.Fatalf("build the koala-emu image: %v", imageErr)
+	}
+	return image
+}
 
 func TestMain(m *testing.M) {
 	if os.Getuid() != 0 {
 		fmt.Fprintln(os.Stderr, "integration tests need root (kernel shaping in containers): skipped")
 		os.Exit(0)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	img, err := docker.BuildImage(ctx, docker.ImageOptions{Package: "./cmd/koala-emu", Dir: "..", Repo: "koala-emu-it"})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build the koala-emu image:", err)
-		os.Exit(1)
-	}
-	image = img
 	code := m.Run()
+	if image == "" {
+		os.Exit(code)
+	}
 	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
-	if err := docker.RemoveImage(rctx, img); err != nil {
+	if err := docker.RemoveImage(rctx, image); err != nil {
 		fmt.Fprintln(os.Stderr, "remove the test image:", err)
 		code = 1
 	}
 	rcancel()
-	if out, err := exec.Command("docker", "images", "-q", img).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
-		fmt.Fprintf(os.Stderr, "image tag %s left behind: %s %v\n", img, out, err)
+	if out, err := exec.Command("docker", "images", "-q", image).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
+		fmt.Fprintf(os.Stderr, "image tag %s left behind: %s %v\n", image, out, err)
 		code = 1
 	}
 	os.Exit(code)
@@ -128,13 +142,14 @@ func (s *syncBuffer) String() string {
 // hundreds of containers the kernel goes on tearing down their network
 // namespaces for a while, and the machine is busy.
 func TestDockerCalibrate(t *testing.T) {
+	img := dockerImage(t)
 	p := plan(t, "das3-coalloc", nil)
 	id := runID(t)
 	var log syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	rows, sum, info, err := grid.Calibrate(ctx, p.Links, netem.Auto,
-		grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}, Dilation: p.Dilation, Log: &log})
+		grid.CalibrateOptions{Docker: grid.DockerOptions{Image: img, ID: id}, Dilation: p.Dilation, Log: &log})
 	assertNothingLeft(t, id)
 	if err != nil {
 		t.Fatalf("calibrate: %v\n%s", err, log.String())
@@ -174,6 +189,7 @@ func TestDockerCalibrate(t *testing.T) {
 // das3-smoke with every actor in its own container: 204 node containers,
 // 4 cluster managers, scheduler, information service, 4 runner sites.
 func TestDockerSmoke(t *testing.T) {
+	img := dockerImage(t)
 	p := plan(t, "das3-smoke", nil)
 	id := runID(t)
 	dir := t.TempDir()
@@ -186,7 +202,7 @@ func TestDockerSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := grid.Run(ctx, p, opts, grid.Config{Docker: grid.DockerOptions{Image: image, ID: id}})
+	res, err := grid.Run(ctx, p, opts, grid.Config{Docker: grid.DockerOptions{Image: img, ID: id}})
 	assertNothingLeft(t, id)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
@@ -260,6 +276,7 @@ func TestDockerSmoke(t *testing.T) {
 // An explicitly requested mechanism that the containers cannot run fails,
 // naming what is missing, instead of degrading.
 func TestDockerExplicitUnavailableMechanism(t *testing.T) {
+	img := dockerImage(t)
 	id := runID(t)
 	m, err := netem.Preset("myri10g", []string{"alpha"})
 	if err != nil {
@@ -267,7 +284,7 @@ func TestDockerExplicitUnavailableMechanism(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, _, info, err := grid.Calibrate(ctx, m, kernel.NameNetem, grid.CalibrateOptions{Docker: grid.DockerOptions{Image: image, ID: id}})
+	_, _, info, err := grid.Calibrate(ctx, m, kernel.NameNetem, grid.CalibrateOptions{Docker: grid.DockerOptions{Image: img, ID: id}})
 	assertNothingLeft(t, id)
 	if err == nil {
 		t.Skipf("this kernel has netem (%s): nothing unavailable to request", info.Reason)
@@ -309,7 +326,7 @@ func TestDockerNodeKilled(t *testing.T) {
 	p := plan(t, "kill.yaml", []byte(killScenario))
 	id := runID(t)
 	dir := t.TempDir()
-	plat := grid.NewDockerPlatform(grid.DockerOptions{Image: image, ID: id})
+	plat := grid.NewDockerPlatform(grid.DockerOptions{Image: dockerImage(t), ID: id})
 	var once sync.Once
 	killed := make(chan error, 1)
 	cfg := grid.Config{Platform: plat, OnEvent: func(ev *msg.Event) {

@@ -4,7 +4,10 @@ package integration
 
 import (
 	"context"
+	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -111,16 +114,22 @@ func TestFaultsPartitionAndDegrade(t *testing.T) {
 	}
 }
 
+// faultsPlatform is a fresh platform of backend for a faults run, and the
+// run's ID.
+func faultsPlatform(t *testing.T, backend string) (grid.Platform, string) {
+	id := strings.ReplaceAll(runID(t), "-", "") // netns run IDs take no dash
+	if backend == "docker" {
+		return grid.NewDockerPlatform(grid.DockerOptions{Image: dockerImage(t), ID: id}), id
+	}
+	bin := cli(t) // the netns hosts run the command, not this test binary
+	return grid.NewNetnsPlatform(grid.NetnsOptions{ID: id, Command: func(args []string) *exec.Cmd {
+		return exec.Command(bin, append([]string{"node"}, args...)...)
+	}}), id
+}
+
 func faultsRun(t *testing.T, backend string) {
 	p := plan(t, "faults-small.yaml", []byte(faultsScenario))
-	id := strings.ReplaceAll(runID(t), "-", "") // netns run IDs take no dash
-	bin := cli(t)                               // the netns hosts run the command, not this test binary
-	var plat grid.Platform = grid.NewNetnsPlatform(grid.NetnsOptions{ID: id, Command: func(args []string) *exec.Cmd {
-		return exec.Command(bin, append([]string{"node"}, args...)...)
-	}})
-	if backend == "docker" {
-		plat = grid.NewDockerPlatform(grid.DockerOptions{Image: image, ID: id})
-	}
+	plat, id := faultsPlatform(t, backend)
 	var mu sync.Mutex
 	var checks []string
 	var wg sync.WaitGroup
@@ -185,4 +194,77 @@ func faultsRun(t *testing.T, backend string) {
 		t.Errorf("books: %v", res.Summary.Books.Err())
 	}
 	t.Logf("%s: faults %+v; progress (tail):\n%s", backend, f.Applied, tail(progress.String(), 6))
+}
+
+// A load and its unload on each grid backend, on the inproc backend's
+// test scenario (launch/testdata/faults-load.yaml: 10 hosts): two loading
+// programs on each dual-processor leiden node from 50 s to 150 s halve its
+// job's computation speed for 100 s, so the leiden job runs about 50 s
+// longer than the vrije job, the same work on nodes nothing loads. Both
+// faults are applied without error, every leiden node records its load
+// and its unload (node_load), the books balance and nothing of the run is
+// left.
+func TestFaultsLoad(t *testing.T) {
+	for _, backend := range []string{"netns", "docker"} {
+		t.Run(backend, func(t *testing.T) { faultsLoadRun(t, backend) })
+	}
+}
+
+func faultsLoadRun(t *testing.T, backend string) {
+	src, err := os.ReadFile(filepath.Join("..", "launch", "testdata", "faults-load.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, "faults-load.yaml", src)
+	plat, id := faultsPlatform(t, backend)
+	var mu sync.Mutex
+	loads := map[string]int{} // node -> node_load events
+	cfg := grid.Config{Platform: plat, OnEvent: func(ev *msg.Event) {
+		if ev.Kind == msg.EventNodeLoad {
+			mu.Lock()
+			loads[ev.Fields["node"]]++
+			mu.Unlock()
+		}
+	}}
+	var progress syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res, err := grid.Run(ctx, p, launch.Options{Out: t.TempDir(), Progress: &progress, ProgressEvery: 5 * time.Second}, cfg)
+	assertRunGone(t, backend, id)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
+	}
+	exec := map[string]float64{}
+	for _, j := range res.Jobs {
+		if j.Status != "completed" {
+			t.Fatalf("%s: %s %q, want completed", j.ID, j.Status, j.Reason)
+		}
+		exec[strings.SplitN(j.Components, ":", 2)[0]] = j.Exec()
+	}
+	lei, vu := exec["leiden"], exec["vrije"]
+	t.Logf("%s: execution leiden (loaded) %.1f s, vrije %.1f s; shaper %s", backend, lei, vu, res.Summary.Shaper)
+	if vu < 195 || vu > 225 {
+		t.Errorf("unloaded vrije job ran %.1f s, want about 200", vu)
+	}
+	if d := lei - vu; d < 35 || d > 65 {
+		t.Errorf("loaded leiden job ran %.1f s, %.1f s longer than the vrije job; want about 50 s longer", lei, d)
+	}
+	var kinds []string
+	for _, a := range res.Summary.Faults.Applied {
+		kinds = append(kinds, a.Kind+" "+a.Target)
+		if a.Error != "" {
+			t.Errorf("%s %s: %s", a.Kind, a.Target, a.Error)
+		}
+	}
+	if got := strings.Join(kinds, ", "); got != "load leiden, unload leiden" {
+		t.Errorf("faults applied: %s", got)
+	}
+	mu.Lock()
+	if want := map[string]int{"leiden-n001": 2, "leiden-n002": 2}; !maps.Equal(loads, want) {
+		t.Errorf("node_load events by node %v, want %v", loads, want)
+	}
+	mu.Unlock()
+	if !res.Summary.Books.Balanced() {
+		t.Errorf("books: %v", res.Summary.Books.Err())
+	}
 }

@@ -50,8 +50,8 @@ type Capabilities struct {
 	NeedsRoot   bool `json:"needs_root"`
 	NeedsDocker bool `json:"needs_docker"`
 	// Faults are the kinds of the scenario's faults timeline the backend
-	// applies (kill, partition, heal, degrade, restore); Check refuses a
-	// plan with any other.
+	// applies (kill, partition, heal, degrade, restore, load, unload);
+	// Check refuses a plan with any other.
 	Faults []string `json:"faults,omitempty"`
 	// Migration: the rescheduler runs and checkpointable jobs migrate
 	// (policy.migration): ranks stop, checkpoints cross the links, jobs

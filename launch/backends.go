@@ -28,9 +28,8 @@ type inproc struct{}
 func (inproc) Name() string { return "inproc" }
 
 func (inproc) Capabilities() Capabilities {
-	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, BatchGrid: true, Migration: true, Faults: []string{
-		scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore,
-		scenarios.FaultLoad, scenarios.FaultUnload}}
+	return Capabilities{Shapers: []string{"userspace"}, Malleability: true, BatchGrid: true, Migration: true,
+		Faults: scenarios.AllFaultKinds()}
 }
 
 func (b inproc) Run(ctx context.Context, plan *scenarios.Plan, opts Options) (*Result, error) {

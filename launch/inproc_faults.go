@@ -20,7 +20,7 @@ const ReasonKilled = "killed by the faults timeline"
 // membership does on the grid backends (there is no membership in one
 // process: the loss is known when it happens); a partition or a degrade
 // changes the userspace shapers of every host (nodes and probe endpoints)
-// on either side.
+// on either side; a load tells the node actors.
 type inprocFaults struct {
 	r *inprocRun
 
@@ -121,19 +121,17 @@ func (f *inprocFaults) SetLink(a, b string, l netem.Link) error {
 	return errors.Join(errs...)
 }
 
-// Load tells the node actor how many loading programs now share it (its
+// Load tells each node actor how many loading programs now share it (its
 // ranks' computation stretches accordingly; nothing spins). A killed node
 // is left alone.
-func (f *inprocFaults) Load(node, _ string, programs int) error {
-	name := wiring.NodeActor(node)
-	if f.isKilled(name) {
-		return nil
+func (f *inprocFaults) Load(loads []wiring.NodePrograms) error {
+	for _, l := range loads {
+		name := wiring.NodeActor(l.Node)
+		if !f.isKilled(name) {
+			wiring.LoadNode(f.r.system.Root, f.r.system.NewLocalPID(name), l.Programs)
+		}
 	}
-	f.r.system.Root.Send(f.r.system.NewLocalPID(name), &msg.NodeLoad{Programs: int32(programs), Reason: "faults timeline"})
 	return nil
 }
 
-var (
-	_ wiring.FaultApplier = (*inprocFaults)(nil)
-	_ wiring.LoadApplier  = (*inprocFaults)(nil)
-)
+var _ wiring.FaultApplier = (*inprocFaults)(nil)

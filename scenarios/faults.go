@@ -62,6 +62,13 @@ const (
 // degrade's duration_s).
 var faultKinds = []string{FaultKill, FaultPartition, FaultHeal, FaultDegrade, FaultLoad}
 
+// AllFaultKinds are every kind a plan's timeline may hold: the kinds a
+// scenario writes, and the restore and unload that end a degrade and a
+// load.
+func AllFaultKinds() []string {
+	return []string{FaultKill, FaultPartition, FaultHeal, FaultDegrade, FaultRestore, FaultLoad, FaultUnload}
+}
+
 // MaxLoadPrograms bounds a load's programs per node.
 const MaxLoadPrograms = 1000
 

@@ -63,7 +63,9 @@
 // koala_cut in its namespace). The cut spares the control plane on
 // purpose: TCP and UDP to or from the remoting and gossip ports cross it,
 // so memberlist reports nobody dead and jobs across the cut stall, as on
-// inproc (docs/docker-netns.md, Faults on purpose).
+// inproc (docs/docker-netns.md, Faults on purpose). A load or unload tells
+// each target node's host its node's loading programs (msg.GridLoad); the
+// host hands them to its node actor as inproc does (wiring.LoadNode).
 //
 // The messages between the launcher and the hosts are in
 // actors/msg/grid.proto. The same role actors run as on the inproc backend

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// FaultKinds are the kinds of the faults timeline the grid backends apply.
+// FaultKinds are the kinds of the faults timeline the grid backends
+// apply: every kind.
 //
 //   - kill: the node's host is killed as a crash would (SIGKILL of its
 //     process or container); the loss is detected as any host's is,
@@ -32,7 +34,11 @@ import (
 //     the information service and the runners (which live in the control
 //     subnet anyway). Streams across the cut stall and TCP retransmits;
 //     after the heal a stream resumes at its next retransmission.
-var FaultKinds = []string{scenarios.FaultKill, scenarios.FaultPartition, scenarios.FaultHeal, scenarios.FaultDegrade, scenarios.FaultRestore}
+//   - load, unload: every target node's host is told its node's new total
+//     of loading programs (GridLoad) and hands it to its node actor as the
+//     inproc backend does (wiring.LoadNode): the node's ranks compute
+//     slower from their next Compute on; nothing spins.
+var FaultKinds = scenarios.AllFaultKinds()
 
 // faultTimeout bounds one host's answer to a fault request.
 const faultTimeout = 30 * time.Second
@@ -99,6 +105,46 @@ func (g *gridFaults) SetLink(a, b string, l netem.Link) error {
 		return &msg.GridSetLink{Link: toGridLink(towards[m.Name], l)}
 	}, faultTimeout, 32)
 	return firstErrors(errors.Join(err, ackError(replies)))
+}
+
+// Load tells each target node's host its node's loading programs, all
+// hosts at once; a node the timeline killed is left alone (as on inproc),
+// one missing from the membership otherwise is an error.
+func (g *gridFaults) Load(loads []wiring.NodePrograms) error {
+	g.mu.Lock()
+	killed := maps.Clone(g.killed)
+	g.mu.Unlock()
+	hosts, programs, err := loadTargets(g.l.hostsByRole(membership.RoleNode), killed, loads)
+	replies, aerr := g.l.askAll(g.ctx, hosts, func(m membership.Member) interface{} {
+		return &msg.GridLoad{Programs: int32(programs[m.Name])}
+	}, faultTimeout, 32)
+	return firstErrors(errors.Join(err, aerr, ackError(replies)))
+}
+
+// loadTargets are the node hosts told of loads and each one's programs;
+// killed nodes are skipped, a node without a host is an error.
+func loadTargets(nodes []membership.Member, killed map[string]bool, loads []wiring.NodePrograms) ([]membership.Member, map[string]int, error) {
+	byName := make(map[string]membership.Member, len(nodes))
+	for _, m := range nodes {
+		byName[m.Name] = m
+	}
+	var hosts []membership.Member
+	programs := map[string]int{}
+	var errs []error
+	for _, l := range loads {
+		m, ok := byName[l.Node]
+		switch {
+		case killed[l.Node]:
+		case !ok:
+			errs = append(errs, fmt.Errorf("node %s: no host in the membership", l.Node))
+		default:
+			if _, seen := programs[m.Name]; !seen {
+				hosts = append(hosts, m)
+			}
+			programs[m.Name] = l.Programs
+		}
+	}
+	return hosts, programs, errors.Join(errs...)
 }
 
 // live are the shaping hosts in the membership, less those the timeline

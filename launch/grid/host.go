@@ -652,6 +652,8 @@ func (c *ctlActor) Receive(ctx actor.Context) {
 		}()
 	case *msg.GridSetLink, *msg.GridCut:
 		c.fault(ctx)
+	case *msg.GridLoad:
+		ctx.Respond(h.load(x))
 	case *msg.GridLineStats:
 		if h.sh == nil {
 			ctx.Respond(&msg.GridLineStatsResult{})
@@ -713,6 +715,25 @@ func (c *ctlActor) fault(ctx actor.Context) {
 		}
 		h.system.Root.Send(sender, reply)
 	}()
+}
+
+// load handles a GridLoad: a node host hands the load to its node actor as
+// the inproc backend does (wiring.LoadNode); a host of another role
+// refuses it.
+func (h *host) load(x *msg.GridLoad) *msg.GridAck {
+	ack := &msg.GridAck{Host: h.cfg.Name}
+	h.mu.Lock()
+	p := h.roleActor
+	h.mu.Unlock()
+	switch {
+	case h.cfg.Role != membership.RoleNode:
+		ack.Error = h.cfg.Name + ": role " + h.cfg.Role + " runs no node to load"
+	case p == nil:
+		ack.Error = h.cfg.Name + ": the node actor is stopped"
+	default:
+		wiring.LoadNode(h.system.Root, p, int(x.Programs))
+	}
+	return ack
 }
 
 // spawnRunner starts a job's runner (rigid or malleable, see

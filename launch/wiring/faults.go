@@ -2,7 +2,6 @@ package wiring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,8 +15,9 @@ import (
 
 // FaultApplier is how a backend breaks its grid on purpose: the one place
 // each backend's mechanism sits (inproc: the node actors and the userspace
-// shapers). Which kinds a backend can apply its Capabilities say, and
-// launch.Check refuses the others before the run starts.
+// shapers; netns and docker: the hosts' control actors). Which kinds a
+// backend can apply its Capabilities say, and launch.Check refuses the
+// others before the run starts: that is the one refusal.
 type FaultApplier interface {
 	// Kill stops node (of cluster) and the rank it runs, for good, and
 	// makes the loss known as the backend detects it: the node's cluster
@@ -30,16 +30,25 @@ type FaultApplier interface {
 	// SetLink gives the link between clusters a and b (both directions;
 	// a == b: the cluster's own network) the undilated link l.
 	SetLink(a, b string, l netem.Link) error
+	// Load gives each node its loading programs (load and unload faults):
+	// the absolute count on the node, every load on it added up (0:
+	// none). The node actor gets it as LoadNode sends it; a node the
+	// timeline killed is left alone.
+	Load(loads []NodePrograms) error
 }
 
-// LoadApplier is the optional capability of a FaultApplier that emulates
-// competing load on nodes (load and unload faults), found by type
-// assertion; launch.Check refuses load faults on backends whose
-// Capabilities do not list them.
-type LoadApplier interface {
-	// Load makes programs the loading programs sharing node (of cluster):
-	// the absolute count on the node, every load on it added up (0: none).
-	Load(node, cluster string, programs int) error
+// NodePrograms is the loading programs sharing one node.
+type NodePrograms struct {
+	Node, Cluster string
+	Programs      int
+}
+
+// LoadNode tells a node actor that programs loading programs now share its
+// node (msg.NodeLoad; the node stretches its ranks' computation by the
+// share of its processors they take, and emits node_load): the one way a
+// load reaches a node, whichever backend hosts the node actor.
+func LoadNode(root *actor.RootContext, node *actor.PID, programs int) {
+	root.Send(node, &msg.NodeLoad{Programs: int32(programs), Reason: "faults timeline"})
 }
 
 // FaultRun applies a plan's faults timeline.
@@ -117,36 +126,28 @@ func (f FaultRun) apply(ft scenarios.Fault, loads map[string]int) {
 }
 
 // load adds a load's programs to every target node (a node, or every node
-// of a cluster) and an unload's take them off, then tells the applier each
-// node's new total.
+// of a cluster) and an unload's take them off, then tells the applier the
+// target nodes' new totals.
 func (f FaultRun) load(ft scenarios.Fault, loads map[string]int) error {
-	la, ok := f.Applier.(LoadApplier)
-	if !ok {
-		return fmt.Errorf("this backend cannot load nodes")
-	}
 	delta := ft.Programs
 	if ft.Kind == scenarios.FaultUnload {
 		delta = -delta
 	}
-	type target struct{ node, cluster string }
-	var ts []target
+	var ts []NodePrograms
 	if c, ok := f.Plan.NodeCluster(ft.Target); ok {
-		ts = append(ts, target{ft.Target, c})
+		ts = append(ts, NodePrograms{Node: ft.Target, Cluster: c})
 	} else if c, ok := f.Plan.Cluster(ft.Target); ok {
 		for i := 0; i < c.Nodes; i++ {
-			ts = append(ts, target{scenarios.NodeName(c.Name, i), c.Name})
+			ts = append(ts, NodePrograms{Node: scenarios.NodeName(c.Name, i), Cluster: c.Name})
 		}
 	} else {
 		return fmt.Errorf("no node or cluster %s in the plan", ft.Target)
 	}
-	var errs []error
-	for _, t := range ts {
-		loads[t.node] = max(0, loads[t.node]+delta)
-		if err := la.Load(t.node, t.cluster, loads[t.node]); err != nil {
-			errs = append(errs, err)
-		}
+	for i, t := range ts {
+		loads[t.Node] = max(0, loads[t.Node]+delta)
+		ts[i].Programs = loads[t.Node]
 	}
-	return errors.Join(errs...)
+	return f.Applier.Load(ts)
 }
 
 // Degraded is link l with its latency (and jitter) multiplied by lat and

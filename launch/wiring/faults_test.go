@@ -12,26 +12,22 @@ import (
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
-// loadRecorder is a FaultApplier with the LoadApplier capability that
-// records every node's programs.
+// loadRecorder is a FaultApplier that records every node's programs.
 type loadRecorder struct{ calls []string }
 
 func (*loadRecorder) Kill(string, string) error                { return nil }
 func (*loadRecorder) Cut(string, bool) error                   { return nil }
 func (*loadRecorder) SetLink(string, string, netem.Link) error { return nil }
-func (l *loadRecorder) Load(node, cluster string, programs int) error {
-	l.calls = append(l.calls, fmt.Sprintf("%s/%s=%d", cluster, node, programs))
+func (l *loadRecorder) Load(loads []NodePrograms) error {
+	for _, x := range loads {
+		l.calls = append(l.calls, fmt.Sprintf("%s/%s=%d", x.Cluster, x.Node, x.Programs))
+	}
 	return nil
 }
 
-// noLoad is a FaultApplier without it.
-type noLoad struct{ loadRecorder }
-
-func (noLoad) Load() {}
-
 // Loads on a cluster and on one of its nodes add up per node, and an
-// unload takes off what its load put on; an applier that cannot load says
-// so.
+// unload takes off what its load put on; a target that is neither a node
+// nor a cluster of the plan is an error.
 func TestFaultRunLoadsAddUp(t *testing.T) {
 	plan := testPlan(t)
 	c := plan.Clusters[0]
@@ -63,8 +59,8 @@ func TestFaultRunLoadsAddUp(t *testing.T) {
 	if loads[node] != 3 || loads[scenarios.NodeName(c.Name, 0)] != 0 {
 		t.Errorf("loads %v", loads)
 	}
-	err := FaultRun{Plan: plan, Env: run.Env, Applier: &noLoad{}}.load(scenarios.Fault{Kind: scenarios.FaultLoad, Target: node, Programs: 1}, map[string]int{})
-	if err == nil || !strings.Contains(err.Error(), "cannot load nodes") {
-		t.Errorf("an applier without Load: %v", err)
+	err := run.load(scenarios.Fault{Kind: scenarios.FaultLoad, Target: "nowhere", Programs: 1}, loads)
+	if err == nil || !strings.Contains(err.Error(), "no node or cluster nowhere") {
+		t.Errorf("a load of an unknown target: %v", err)
 	}
 }
