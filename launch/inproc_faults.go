@@ -121,15 +121,16 @@ func (f *inprocFaults) SetLink(a, b string, l netem.Link) error {
 	return errors.Join(errs...)
 }
 
-// Load tells the node actor how many loading programs now share it (its
-// ranks' computation stretches accordingly; nothing spins). A killed node
-// is left alone.
-func (f *inprocFaults) Load(node, _ string, programs int) error {
-	name := wiring.NodeActor(node)
-	if f.isKilled(name) {
+// Load tells the node's cluster manager how many loading programs now
+// share the node: the manager reports it to the information service and
+// hands it to the node actor, whose ranks' computation stretches
+// accordingly (nothing spins). A killed node is left alone.
+func (f *inprocFaults) Load(node, cluster string, programs int) error {
+	if f.isKilled(wiring.NodeActor(node)) {
 		return nil
 	}
-	f.r.system.Root.Send(f.r.system.NewLocalPID(name), &msg.NodeLoad{Programs: int32(programs), Reason: "faults timeline"})
+	f.r.system.Root.Send(f.r.system.NewLocalPID(wiring.ClusterActor(cluster)),
+		&msg.NodeLoad{Node: node, Programs: int32(programs), Reason: "faults timeline"})
 	return nil
 }
 
