@@ -97,7 +97,9 @@ type Recorder struct {
 	// migrations and declined migration requests (migrations.go).
 	migrations []Migration
 	declined   int
-	detected   []detection
+	// opportunistic decisions that chose a job to move
+	opportunisticChosen int
+	detected            []detection
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -170,6 +172,10 @@ func (r *Recorder) Record(ev *msg.Event) {
 	case msg.EventMigrationDecision:
 		if ev.Fields["migrate"] != "true" {
 			r.declined++
+		}
+	case msg.EventOpportunistic:
+		if ev.Fields["migrate"] == "true" {
+			r.opportunisticChosen++
 		}
 	case msg.EventNodeDown:
 		r.detected = append(r.detected, detection{kind: msg.FaultKill, target: ev.Fields["node"], ts: ev.TS, job: ev.JobId})
