@@ -51,6 +51,10 @@ type Job struct {
 	// nothing), and its figures and verdict (see package fidelity).
 	Fidelity *fidelity.Stats   `json:"-"`
 	Figures  *fidelity.Figures `json:"fidelity,omitempty"`
+	// Moved is when a migrated job was placed where it ends (Components);
+	// 0 for a job that never moved. results.json's migrations list the
+	// moves.
+	Moved float64 `json:"-"`
 }
 
 // Wait is start - submit.
@@ -217,6 +221,7 @@ func (r *Recorder) fold(ev *msg.Event) {
 			// runs now (results.json's migrations list the moves).
 			j.Components = ev.Fields["components"]
 			j.Clusters = int(ev.Values["clusters"])
+			j.Moved = ev.TS
 			return
 		}
 		j.Placement = ev.TS
