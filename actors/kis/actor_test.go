@@ -46,13 +46,7 @@ func TestReachability(t *testing.T) {
 
 	status := func() *msg.ClusterStatus {
 		t.Helper()
-		select {
-		case s := <-statuses:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatal("no status reached the scheduler")
-			return nil
-		}
+		return recv(t, statuses, "no status reached the scheduler")
 	}
 	// targets collects one probe round: every cluster some request names.
 	targets := func() map[string]bool {
@@ -138,13 +132,7 @@ func TestReschedulerGetsNodeLoad(t *testing.T) {
 	k := sys.Root.Spawn(Props(Config{Order: []string{"a", "b"}, Rescheduler: res, Env: env}))
 	status := func() *msg.ClusterStatus {
 		t.Helper()
-		select {
-		case s := <-got:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatal("no status reached the rescheduler")
-			return nil
-		}
+		return recv(t, got, "no status reached the rescheduler")
 	}
 	sys.Root.Send(k, &msg.ClusterStatus{Cluster: "a", Processors: 2, NodePrograms: map[string]int32{"a-n001": 10}})
 	if s := status(); s.NodePrograms["a-n001"] != 10 || s.Processors != 2 {
@@ -153,5 +141,19 @@ func TestReschedulerGetsNodeLoad(t *testing.T) {
 	sys.Root.Send(k, &msg.ClusterReachability{Cluster: "a", Reachable: false, Reason: "partition"})
 	if s := status(); !s.Unreachable || s.NodePrograms["a-n001"] != 10 {
 		t.Fatalf("after the partition the rescheduler got %v", s)
+	}
+}
+
+// recv is the next value on ch; the test fails with missing after 10 s
+// without one.
+func recv[T any](t *testing.T, ch chan T, missing string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal(missing)
+		var zero T
+		return zero
 	}
 }

@@ -95,9 +95,11 @@ func (r *rescheduler) Receive(ctx actor.Context) {
 }
 
 // send gives a decision to the job's runner; a job told to migrate is
-// moving until it reports progress on its target.
+// moving until it reports progress on its target. The runner takes the
+// first migration it gets and ignores the others until it has moved, so a
+// later one does not change the target.
 func (r *rescheduler) send(ctx actor.Context, runner *msg.Pid, d *msg.MigrationDecision) {
-	if d.Migrate {
+	if _, moving := r.moving[d.JobId]; d.Migrate && !moving {
 		r.moving[d.JobId] = d.Cluster
 	}
 	if p := runner.PID(); p != nil {

@@ -82,6 +82,21 @@ func newMigGrid(t *testing.T) *migGrid {
 	return g
 }
 
+// startWatched starts a watched qr job "j" of one rank on c (a small
+// matrix at 1 Mflop/s) and returns its runner, its rank connected.
+func (g *migGrid) startWatched(t *testing.T) (*actor.PID, *msg.JobSpec) {
+	t.Helper()
+	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
+		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
+	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
+		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
+	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
+	want[*msg.SubmitJob](t, g.toSch, "submission")
+	want[*msg.RankTable](t, g.toNode, "the rank table")
+	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	return r, job
+}
+
 func want[T any](t *testing.T, ch chan interface{}, what string) T {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
@@ -104,14 +119,7 @@ func want[T any](t *testing.T, ch chan interface{}, what string) T {
 // moves once and completes.
 func TestRunnerMigrates(t *testing.T) {
 	g := newMigGrid(t)
-	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
-		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
-	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
-		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
-	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
-	want[*msg.SubmitJob](t, g.toSch, "submission")
-	want[*msg.RankTable](t, g.toNode, "the rank table")
-	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	r, job := g.startWatched(t)
 	phase := func(k int32, slow float64) {
 		// Phase k's predicted time is its flops at 1 Mflop/s.
 		g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: k, TookS: slow * predicted(t, job, int(k))})
@@ -200,14 +208,7 @@ func TestRunnerMigrates(t *testing.T) {
 // is ignored.
 func TestRunnerMovesOpportunistically(t *testing.T) {
 	g := newMigGrid(t)
-	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
-		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
-	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
-		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
-	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
-	want[*msg.SubmitJob](t, g.toSch, "submission")
-	want[*msg.RankTable](t, g.toNode, "the rank table")
-	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	r, job := g.startWatched(t)
 	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: 0, TookS: predicted(t, job, 0)})
 	<-g.prog
 	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: true, Cluster: "d", Size: 1, Gain: 0.6, CostS: 40,
