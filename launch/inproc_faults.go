@@ -121,15 +121,18 @@ func (f *inprocFaults) SetLink(a, b string, l netem.Link) error {
 	return errors.Join(errs...)
 }
 
-// Load tells each node actor how many loading programs now share it (its
-// ranks' computation stretches accordingly; nothing spins). A killed node
-// is left alone.
+// Load tells each node's cluster manager how many loading programs now
+// share the node: the manager reports it to the information service (the
+// rescheduler reads it) and hands it to the node actor, whose ranks'
+// computation stretches accordingly (nothing spins). A killed node is left
+// alone.
 func (f *inprocFaults) Load(loads []wiring.NodePrograms) error {
 	for _, l := range loads {
-		name := wiring.NodeActor(l.Node)
-		if !f.isKilled(name) {
-			wiring.LoadNode(f.r.system.Root, f.r.system.NewLocalPID(name), l.Programs)
+		if f.isKilled(wiring.NodeActor(l.Node)) {
+			continue
 		}
+		f.r.system.Root.Send(f.r.system.NewLocalPID(wiring.ClusterActor(l.Cluster)),
+			&msg.NodeLoad{Node: l.Node, Programs: int32(l.Programs), Reason: "faults timeline"})
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,19 +169,27 @@ func TestCheckRefusesFaults(t *testing.T) {
 // readEvents counts the events of a run's events.jsonl by kind.
 func readEvents(t *testing.T, dir string) map[string]int {
 	t.Helper()
+	out := map[string]int{}
+	for _, ev := range eventLines(t, dir) {
+		out[fmt.Sprint(ev["kind"])]++
+	}
+	return out
+}
+
+// eventLines is a run's events.jsonl, one map per event.
+func eventLines(t *testing.T, dir string) []map[string]any {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
+	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev struct {
-			Kind string `json:"kind"`
-		}
+		var ev map[string]any
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
 		}
-		out[ev.Kind]++
+		out = append(out, ev)
 	}
 	return out
 }

@@ -2,8 +2,7 @@ package launch
 
 import (
 	"context"
-	"encoding/json"
-	"os"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,14 +46,81 @@ func TestInprocMigratesLoadedJob(t *testing.T) {
 		t.Errorf("books %+v: %v", res.Summary.Books, res.Summary.Books.Err())
 	}
 	// The matrix survived the move: its checksum is an unmigrated run's.
-	args := plan.Jobs[0].Args
-	_, ref, err := apps.RunLocal(context.Background(), apps.QR{}, []apps.RankSpec{{Cluster: "vrije"}}, nil,
+	if got, ref := endValue(t, dir, j.ID), unmigratedChecksum(t, plan, plan.Jobs[0].Args); got != ref || got == 0 {
+		t.Errorf("checksum after the migration %v, unmigrated %v", got, ref)
+	}
+}
+
+// unmigratedChecksum is the checksum of a qr job of args run on one rank,
+// unmigrated (the same on any number of ranks), without its emulated time.
+func unmigratedChecksum(t *testing.T, plan *scenarios.Plan, args map[string]float64) float64 {
+	t.Helper()
+	_, ref, err := apps.RunLocal(context.Background(), apps.QR{}, []apps.RankSpec{{Cluster: "ref"}}, nil,
 		apps.Params{TimeScale: plan.TimeScale, Args: args}, apps.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := endValue(t, dir, j.ID); got != ref.Value || got == 0 {
-		t.Errorf("checksum after the migration %v, unmigrated %v", got, ref.Value)
+	return ref.Value
+}
+
+// A prime job holds the fast cluster, so a QR job starts on the slow one;
+// when the prime job completes and frees the fast nodes, the rescheduler
+// weighs the QR job and moves it onto them, the gain of the decision in its
+// event and in the move (its trigger opportunistic: the monitor's upper
+// limit is wide, so a loaded host does not make it ask); the job completes
+// there with the unmigrated checksum, and results count the opportunistic
+// decisions.
+func TestInprocOpportunisticMigration(t *testing.T) {
+	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "migrate-opportunistic.yaml")))
+	res, dir := runInTemp(t, plan, Options{}, 3*time.Minute)
+	jobs := map[string]results.Job{}
+	for _, j := range res.Jobs {
+		if j.Status != results.StatusCompleted {
+			t.Fatalf("job %s: %s %q", j.ID, j.Status, j.Reason)
+		}
+		jobs[j.App] = j
+	}
+	prime, q := jobs["prime"], jobs["qr"]
+	if q.Components != "vrije:4" {
+		t.Fatalf("qr job ended on %q, want moved from leiden to vrije", q.Components)
+	}
+	var decision map[string]any
+	for _, ev := range eventLines(t, dir) {
+		if ev["kind"] == msg.EventOpportunistic && ev["freed_by"] == prime.ID {
+			decision = ev
+		}
+	}
+	if decision == nil || decision["chosen"] != q.ID || decision["migrate"] != "true" || decision["to"] != "vrije" {
+		t.Fatalf("opportunistic decision on %s's end: %v", prime.ID, decision)
+	}
+	gain, here, there, cost := decision["gain"].(float64), decision["here_s"].(float64), decision["there_s"].(float64), decision["cost_s"].(float64)
+	if want := (here - there - cost) / here; gain <= 0.3 || math.Abs(gain-want) > 1e-5 || cost < 360 {
+		t.Errorf("gain %v from here %v s, there %v s, cost %v s (want %v, above 0.3)", gain, here, there, cost, want)
+	}
+	m := res.Summary.Migrations
+	if m == nil || len(m.Moves) != 1 || m.Decisions != 0 || m.Opportunistic < 1 || m.OpportunisticChosen != 1 {
+		t.Fatalf("migrations %+v", m)
+	}
+	mv := m.Moves[0]
+	if mv.Job != q.ID || mv.From != "leiden" || mv.To != "vrije" || mv.Trigger != "opportunistic" || math.Abs(mv.Gain-gain) > 1e-5 {
+		t.Errorf("move %+v", mv)
+	}
+	t.Logf("moved after phase %d, gain %.2f (here %.0f s, there %.0f s, cost %.1f s), measured cost %.1f s; qr job ran %.0f s",
+		mv.Phase, gain, here, there, cost, mv.MeasuredCostS, q.End-q.Start)
+	if evs := readEvents(t, dir); evs[msg.EventMigrated] != 1 || evs[msg.EventOpportunistic] != m.Opportunistic {
+		t.Errorf("events %v", evs)
+	}
+	if !res.Summary.Books.Balanced() || res.Summary.Books.Completed != 2 {
+		t.Errorf("books %+v: %v", res.Summary.Books, res.Summary.Books.Err())
+	}
+	var args map[string]float64
+	for _, j := range plan.Jobs {
+		if j.ID == q.ID {
+			args = j.Args
+		}
+	}
+	if got, ref := endValue(t, dir, q.ID), unmigratedChecksum(t, plan, args); got != ref || got == 0 {
+		t.Errorf("checksum after the migration %v, unmigrated %v", got, ref)
 	}
 }
 
@@ -86,21 +152,10 @@ func TestInprocForcedStay(t *testing.T) {
 // endValue is a job's value (rank 0's checksum) from its end event.
 func endValue(t *testing.T, dir, job string) float64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev struct {
-			Kind  string  `json:"kind"`
-			Job   string  `json:"job"`
-			Value float64 `json:"value"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == msg.EventEnd && ev.Job == job {
-			return ev.Value
+	for _, ev := range eventLines(t, dir) {
+		if ev["kind"] == msg.EventEnd && ev["job"] == job {
+			v, _ := ev["value"].(float64)
+			return v
 		}
 	}
 	t.Fatalf("no end event of %s", job)

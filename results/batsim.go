@@ -84,7 +84,9 @@ func WriteBatsimCSV(dir string, jobs []Job, workload string) error {
 //     jobs) and gives each starting job the lowest-numbered free nodes of
 //     each of its clusters: allocations of concurrent jobs never overlap. A
 //     killed job keeps its nodes to the end. Malleable jobs are shown at
-//     their placed size.
+//     their placed size. A migrated job is shown on the nodes where it
+//     ended (Components), held from its placement there (Moved): the nodes
+//     it left are not numbered to it.
 //   - metadata: "request=...;components=...;reason=..." (empty parts left
 //     out).
 func WriteBatsimCSVPlatform(dir string, jobs []Job, workload string, platform []BatsimCluster) error {
@@ -242,7 +244,7 @@ func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
 		if jobs[i].Start < 0 || len(comps[i]) == 0 {
 			continue
 		}
-		evs = append(evs, batsimEvent{jobs[i].Start, true, i})
+		evs = append(evs, batsimEvent{max(jobs[i].Start, jobs[i].Moved), true, i})
 		if jobs[i].End >= 0 {
 			evs = append(evs, batsimEvent{jobs[i].End, false, i})
 		}

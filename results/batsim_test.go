@@ -195,3 +195,25 @@ func TestBatsimNumberingOrder(t *testing.T) {
 		t.Fatalf("allocated_resources %q, want %q", got, want)
 	}
 }
+
+// A migrated job is replayed on the nodes where it ended from its
+// placement there: it moved onto the nodes another job had just freed, so
+// the cluster never holds more than its nodes.
+func TestBatsimMovedJob(t *testing.T) {
+	dir := t.TempDir()
+	jobs := []Job{
+		{ID: "p", App: "prime", Size: 4, Request: "fixed", Components: "vrije:4", Clusters: 1, Submit: 0, Placement: 0, Start: 10,
+			End: 200, Status: "completed"},
+		{ID: "q", App: "qr", Size: 4, Request: "fixed", Components: "vrije:4", Clusters: 1, Submit: 0, Placement: 0, Start: 10,
+			End: 350, Status: "completed", Moved: 230},
+	}
+	if err := WriteBatsimCSVPlatform(dir, jobs, "w", []BatsimCluster{{"vrije", 4}, {"leiden", 4}}); err != nil {
+		t.Fatalf("WriteBatsimCSVPlatform: %v", err)
+	}
+	if got := readBatsimColumn(t, dir, "allocated_resources"); strings.Join(got, "|") != "0-3|0-3" {
+		t.Fatalf("allocated_resources %q", got)
+	}
+	if got := readBatsimColumn(t, dir, "starting_time"); got[1] != "10" {
+		t.Errorf("the moved job's start %q, want its first start", got[1])
+	}
+}

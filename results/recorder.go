@@ -51,6 +51,10 @@ type Job struct {
 	// nothing), and its figures and verdict (see package fidelity).
 	Fidelity *fidelity.Stats   `json:"-"`
 	Figures  *fidelity.Figures `json:"fidelity,omitempty"`
+	// Moved is when a migrated job was placed where it ends (Components);
+	// 0 for a job that never moved. results.json's migrations list the
+	// moves.
+	Moved float64 `json:"-"`
 }
 
 // Wait is start - submit.
@@ -97,7 +101,9 @@ type Recorder struct {
 	// migrations and declined migration requests (migrations.go).
 	migrations []Migration
 	declined   int
-	detected   []detection
+	// opportunistic decisions that chose a job to move
+	opportunisticChosen int
+	detected            []detection
 }
 
 // NewRecorder returns a recorder that writes events to w (nil: none) and
@@ -171,6 +177,10 @@ func (r *Recorder) Record(ev *msg.Event) {
 		if ev.Fields["migrate"] != "true" {
 			r.declined++
 		}
+	case msg.EventOpportunistic:
+		if ev.Fields["migrate"] == "true" {
+			r.opportunisticChosen++
+		}
 	case msg.EventNodeDown:
 		r.detected = append(r.detected, detection{kind: msg.FaultKill, target: ev.Fields["node"], ts: ev.TS, job: ev.JobId})
 	case msg.EventUnreachable:
@@ -211,6 +221,7 @@ func (r *Recorder) fold(ev *msg.Event) {
 			// runs now (results.json's migrations list the moves).
 			j.Components = ev.Fields["components"]
 			j.Clusters = int(ev.Values["clusters"])
+			j.Moved = ev.TS
 			return
 		}
 		j.Placement = ev.TS

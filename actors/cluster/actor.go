@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -27,6 +28,9 @@ type Config struct {
 	KIS        *actor.PID // receives *msg.ClusterStatus
 	Background *Background
 	Prober     Prober
+	// Processors is each node's processor count, reported with the
+	// nodes' load.
+	Processors int
 	Env        actors.Env
 }
 
@@ -42,10 +46,12 @@ type manager struct {
 	pids  map[string]*actor.PID
 	// durations of queued local jobs, by id
 	durations map[string]time.Duration
-	self      *actor.PID
-	cancel    []func()
-	ctx       context.Context
-	stop      context.CancelFunc
+	// programs are the loading programs on each loaded node (NodeLoad).
+	programs map[string]int32
+	self     *actor.PID
+	cancel   []func()
+	ctx      context.Context
+	stop     context.CancelFunc
 }
 
 type bgTick struct{}
@@ -61,7 +67,7 @@ func Props(cfg Config) *actor.Props {
 			names[i] = n.Name
 			pids[n.Name] = n.PID
 		}
-		return &manager{cfg: cfg, nodes: NewNodes(names), pids: pids, durations: map[string]time.Duration{}}
+		return &manager{cfg: cfg, nodes: NewNodes(names), pids: pids, durations: map[string]time.Duration{}, programs: map[string]int32{}}
 	})
 }
 
@@ -102,6 +108,8 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.publish(ctx)
 	case *msg.ProbeRequest:
 		m.probe(x)
+	case *msg.NodeLoad:
+		m.load(ctx, x)
 	case *msg.NodeDown:
 		job, ok := m.nodes.MarkDown(x.Node)
 		if ok {
@@ -155,15 +163,34 @@ func (m *manager) publish(ctx actor.Context) {
 		probe = m.cfg.Prober.Addr()
 	}
 	ctx.Send(m.cfg.KIS, &msg.ClusterStatus{
-		ProbeAddr:   probe,
-		Cluster:     m.cfg.Name,
-		Idle:        int32(m.nodes.Idle()),
-		Capacity:    int32(m.nodes.Capacity()),
-		LocalBusy:   int32(local),
-		KoalaBusy:   int32(koala),
-		LocalQueued: int32(m.nodes.QueuedLocal()),
-		AtS:         m.cfg.Env.Now(),
+		ProbeAddr:    probe,
+		Cluster:      m.cfg.Name,
+		Idle:         int32(m.nodes.Idle()),
+		Capacity:     int32(m.nodes.Capacity()),
+		LocalBusy:    int32(local),
+		KoalaBusy:    int32(koala),
+		LocalQueued:  int32(m.nodes.QueuedLocal()),
+		AtS:          m.cfg.Env.Now(),
+		Processors:   int32(m.cfg.Processors),
+		NodePrograms: maps.Clone(m.programs),
 	})
+}
+
+// load records a node's loading programs, hands them to the node actor
+// (its ranks compute under them) and reports them in the cluster's
+// status. A node the cluster does not have is ignored.
+func (m *manager) load(ctx actor.Context, x *msg.NodeLoad) {
+	pid, ok := m.pids[x.Node]
+	if !ok {
+		return
+	}
+	if x.Programs > 0 {
+		m.programs[x.Node] = x.Programs
+	} else {
+		delete(m.programs, x.Node)
+	}
+	ctx.Send(pid, x)
+	m.publish(ctx)
 }
 
 // probe measures every target off the handler (Env.Go: a goroutine, inline

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
@@ -17,6 +18,10 @@ type Config struct {
 	Clusters    map[string]*actor.PID // cluster managers
 	Unavailable map[[2]string]bool    // pairs never to probe (both orders)
 	Scheduler   *actor.PID
+	// Rescheduler, when set, gets every cluster status as the scheduler
+	// does: the idle nodes and each node's load, which its migration
+	// decisions predict with.
+	Rescheduler *actor.PID
 	ProbePeriod time.Duration // scenario time between probe rounds; 0 = once
 	// BandwidthBytes is the message size of bandwidth probes.
 	BandwidthBytes int
@@ -65,9 +70,7 @@ func (k *kis) Receive(ctx actor.Context) {
 		_, cut := k.unreachable[x.Cluster]
 		x.Unreachable = cut
 		k.clusters[x.Cluster] = x
-		if k.cfg.Scheduler != nil {
-			ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{x}})
-		}
+		k.status(ctx, x)
 		// Probing starts once every cluster has reported, so every probe
 		// endpoint is up.
 		if !k.probing && len(k.clusters) == len(k.cfg.Order) {
@@ -120,13 +123,22 @@ func (k *kis) reachability(ctx actor.Context, x *msg.ClusterReachability) {
 	ev.Fields = map[string]string{"cluster": x.Cluster, "reason": x.Reason}
 	k.cfg.Env.Emit(ev)
 	st := k.clusters[x.Cluster]
-	if st == nil || k.cfg.Scheduler == nil {
+	if st == nil {
 		return
 	}
-	st = &msg.ClusterStatus{Cluster: st.Cluster, Idle: st.Idle, Capacity: st.Capacity, LocalBusy: st.LocalBusy,
-		KoalaBusy: st.KoalaBusy, LocalQueued: st.LocalQueued, AtS: st.AtS, ProbeAddr: st.ProbeAddr, Unreachable: !x.Reachable}
+	st = proto.Clone(st).(*msg.ClusterStatus)
+	st.Unreachable = !x.Reachable
 	k.clusters[x.Cluster] = st
-	ctx.Send(k.cfg.Scheduler, &msg.GridStatus{Clusters: []*msg.ClusterStatus{st}})
+	k.status(ctx, st)
+}
+
+// status hands a cluster's status to the scheduler and the rescheduler.
+func (k *kis) status(ctx actor.Context, st *msg.ClusterStatus) {
+	for _, to := range []*actor.PID{k.cfg.Scheduler, k.cfg.Rescheduler} {
+		if to != nil {
+			ctx.Send(to, &msg.GridStatus{Clusters: []*msg.ClusterStatus{st}})
+		}
+	}
 }
 
 // cutOff reports whether the link between two different clusters crosses a

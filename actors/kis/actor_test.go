@@ -46,13 +46,7 @@ func TestReachability(t *testing.T) {
 
 	status := func() *msg.ClusterStatus {
 		t.Helper()
-		select {
-		case s := <-statuses:
-			return s
-		case <-time.After(10 * time.Second):
-			t.Fatal("no status reached the scheduler")
-			return nil
-		}
+		return recv(t, statuses, "no status reached the scheduler")
 	}
 	// targets collects one probe round: every cluster some request names.
 	targets := func() map[string]bool {
@@ -118,5 +112,48 @@ func TestReachability(t *testing.T) {
 	}
 	if kinds[0] != "unreachable:b" || kinds[1] != "reachable:b" {
 		t.Fatalf("events %v", kinds)
+	}
+}
+
+// The rescheduler gets every cluster status the scheduler gets, node load
+// included, also the one a partition marks.
+func TestReschedulerGetsNodeLoad(t *testing.T) {
+	sys := actor.NewActorSystem(actors.QuietLogging())
+	t.Cleanup(sys.Shutdown)
+	got := make(chan *msg.ClusterStatus, 8)
+	res := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if g, ok := ctx.Message().(*msg.GridStatus); ok {
+			for _, c := range g.Clusters {
+				got <- c
+			}
+		}
+	}))
+	env := actors.Env{System: sys, Clock: clock.NewScaled(1)}
+	k := sys.Root.Spawn(Props(Config{Order: []string{"a", "b"}, Rescheduler: res, Env: env}))
+	status := func() *msg.ClusterStatus {
+		t.Helper()
+		return recv(t, got, "no status reached the rescheduler")
+	}
+	sys.Root.Send(k, &msg.ClusterStatus{Cluster: "a", Processors: 2, NodePrograms: map[string]int32{"a-n001": 10}})
+	if s := status(); s.NodePrograms["a-n001"] != 10 || s.Processors != 2 {
+		t.Fatalf("status %v", s)
+	}
+	sys.Root.Send(k, &msg.ClusterReachability{Cluster: "a", Reachable: false, Reason: "partition"})
+	if s := status(); !s.Unreachable || s.NodePrograms["a-n001"] != 10 {
+		t.Fatalf("after the partition the rescheduler got %v", s)
+	}
+}
+
+// recv is the next value on ch; the test fails with missing after 10 s
+// without one.
+func recv[T any](t *testing.T, ch chan T, missing string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal(missing)
+		var zero T
+		return zero
 	}
 }

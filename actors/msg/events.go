@@ -55,10 +55,11 @@ const (
 	EventReallocRound = "realloc_round" // one reallocation round (fields mode, heuristic; values waiting, decided, moved)
 
 	// Migration (actors/runner's contract monitor, actors/rescheduler).
-	EventContractViolation = "contract_violation" // a job's phases ran persistently slower than predicted (values phase, ratio, average, upper)
-	EventMigrationDecision = "migration_decision" // the rescheduler answered a request (fields from, to, migrate, reason, cost_model, forced; values gain, here_s, there_s, cost_s)
-	EventMigrationStop     = "migration_stop"     // a job's ranks stopped and checkpointed for a move (values phase, write_s)
-	EventMigrated          = "migrated"           // a migrated job runs again (fields from, to, cost_model; values phase, gain, predicted_cost_s, measured_cost_s)
+	EventContractViolation = "contract_violation"     // a job's phases ran persistently slower than predicted (values phase, ratio, average, upper)
+	EventMigrationDecision = "migration_decision"     // the rescheduler answered a request (fields from, to, migrate, reason, cost_model, forced; values gain, here_s, there_s, cost_s)
+	EventMigrationStop     = "migration_stop"         // a job's ranks stopped and checkpointed for a move (values phase, write_s)
+	EventMigrated          = "migrated"               // a migrated job runs again (fields from, to, cost_model, trigger; values phase, gain, predicted_cost_s, measured_cost_s)
+	EventOpportunistic     = "opportunistic_decision" // a job ended and freed nodes: which running job moves onto them, if any (fields freed_by, to, chosen, best, migrate, reason, cost_model; values gain, here_s, there_s, cost_s of the best candidate, candidates, skipped, nodes)
 
 	// EventInvariantViolation: an invariant check failed (fields invariant,
 	// detail; actors/invariant).

@@ -938,7 +938,13 @@ type ClusterStatus struct {
 	// unreachable: the cluster is cut off from the rest of the grid (a
 	// partition); the information service sets it, the scheduler places
 	// nothing there while it is set.
-	Unreachable   bool `protobuf:"varint,140,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
+	Unreachable bool `protobuf:"varint,140,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
+	// node_programs: the loading programs on each loaded node (absent: none),
+	// as the cluster manager knows them; processors: the processors of each
+	// node. A job's process on a node gets processors / (processors +
+	// programs) of a processor.
+	NodePrograms  map[string]int32 `protobuf:"bytes,141,rep,name=node_programs,json=nodePrograms,proto3" json:"node_programs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Processors    int32            `protobuf:"varint,142,opt,name=processors,proto3" json:"processors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1034,6 +1040,20 @@ func (x *ClusterStatus) GetUnreachable() bool {
 		return x.Unreachable
 	}
 	return false
+}
+
+func (x *ClusterStatus) GetNodePrograms() map[string]int32 {
+	if x != nil {
+		return x.NodePrograms
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetProcessors() int32 {
+	if x != nil {
+		return x.Processors
+	}
+	return 0
 }
 
 type LinkEstimate struct {
@@ -2159,7 +2179,7 @@ const file_koala_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12*\n" +
-	"\x05cause\x18\x8c\x01 \x01(\x0e2\x13.koala.FailureCauseR\x05cause\"\x8f\x02\n" +
+	"\x05cause\x18\x8c\x01 \x01(\x0e2\x13.koala.FailureCauseR\x05cause\"\xbf\x03\n" +
 	"\rClusterStatus\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
 	"\x04idle\x18\x02 \x01(\x05R\x04idle\x12\x1a\n" +
@@ -2172,7 +2192,14 @@ const file_koala_proto_rawDesc = "" +
 	"\x04at_s\x18\a \x01(\x01R\x03atS\x12\x1d\n" +
 	"\n" +
 	"probe_addr\x18\b \x01(\tR\tprobeAddr\x12!\n" +
-	"\vunreachable\x18\x8c\x01 \x01(\bR\vunreachable\"\xa7\x01\n" +
+	"\vunreachable\x18\x8c\x01 \x01(\bR\vunreachable\x12L\n" +
+	"\rnode_programs\x18\x8d\x01 \x03(\v2&.koala.ClusterStatus.NodeProgramsEntryR\fnodePrograms\x12\x1f\n" +
+	"\n" +
+	"processors\x18\x8e\x01 \x01(\x05R\n" +
+	"processors\x1a?\n" +
+	"\x11NodeProgramsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xa7\x01\n" +
 	"\fLinkEstimate\x12\x10\n" +
 	"\x03src\x18\x01 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x02 \x01(\tR\x03dst\x12\x1d\n" +
@@ -2290,7 +2317,7 @@ func file_koala_proto_rawDescGZIP() []byte {
 }
 
 var file_koala_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_koala_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_koala_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_koala_proto_goTypes = []any{
 	(FailureCause)(0),           // 0: koala.FailureCause
 	(*Pid)(nil),                 // 1: koala.Pid
@@ -2323,9 +2350,10 @@ var file_koala_proto_goTypes = []any{
 	(*ClusterReachability)(nil), // 28: koala.ClusterReachability
 	(*Event)(nil),               // 29: koala.Event
 	nil,                         // 30: koala.JobSpec.ArgsEntry
-	nil,                         // 31: koala.StartRank.ArgsEntry
-	nil,                         // 32: koala.Event.FieldsEntry
-	nil,                         // 33: koala.Event.ValuesEntry
+	nil,                         // 31: koala.ClusterStatus.NodeProgramsEntry
+	nil,                         // 32: koala.StartRank.ArgsEntry
+	nil,                         // 33: koala.Event.FieldsEntry
+	nil,                         // 34: koala.Event.ValuesEntry
 }
 var file_koala_proto_depIdxs = []int32{
 	30, // 0: koala.JobSpec.args:type_name -> koala.JobSpec.ArgsEntry
@@ -2339,21 +2367,22 @@ var file_koala_proto_depIdxs = []int32{
 	1,  // 8: koala.Claim.reply_to:type_name -> koala.Pid
 	6,  // 9: koala.ClaimReply.nodes:type_name -> koala.NodeRef
 	0,  // 10: koala.JobFinished.cause:type_name -> koala.FailureCause
-	14, // 11: koala.GridStatus.clusters:type_name -> koala.ClusterStatus
-	15, // 12: koala.GridStatus.links:type_name -> koala.LinkEstimate
-	17, // 13: koala.ProbeRequest.targets:type_name -> koala.ProbeTarget
-	1,  // 14: koala.ProbeRequest.reply_to:type_name -> koala.Pid
-	15, // 15: koala.ProbeResult.links:type_name -> koala.LinkEstimate
-	31, // 16: koala.StartRank.args:type_name -> koala.StartRank.ArgsEntry
-	1,  // 17: koala.StartRank.runner:type_name -> koala.Pid
-	22, // 18: koala.RankTable.peers:type_name -> koala.RankPeer
-	32, // 19: koala.Event.fields:type_name -> koala.Event.FieldsEntry
-	33, // 20: koala.Event.values:type_name -> koala.Event.ValuesEntry
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	31, // 11: koala.ClusterStatus.node_programs:type_name -> koala.ClusterStatus.NodeProgramsEntry
+	14, // 12: koala.GridStatus.clusters:type_name -> koala.ClusterStatus
+	15, // 13: koala.GridStatus.links:type_name -> koala.LinkEstimate
+	17, // 14: koala.ProbeRequest.targets:type_name -> koala.ProbeTarget
+	1,  // 15: koala.ProbeRequest.reply_to:type_name -> koala.Pid
+	15, // 16: koala.ProbeResult.links:type_name -> koala.LinkEstimate
+	32, // 17: koala.StartRank.args:type_name -> koala.StartRank.ArgsEntry
+	1,  // 18: koala.StartRank.runner:type_name -> koala.Pid
+	22, // 19: koala.RankTable.peers:type_name -> koala.RankPeer
+	33, // 20: koala.Event.fields:type_name -> koala.Event.FieldsEntry
+	34, // 21: koala.Event.values:type_name -> koala.Event.ValuesEntry
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_koala_proto_init() }
@@ -2367,7 +2396,7 @@ func file_koala_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_koala_proto_rawDesc), len(file_koala_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

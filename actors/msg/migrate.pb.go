@@ -25,13 +25,16 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// NodeLoad: the faults timeline -> node actor: programs loading programs
-// (busy loops) now share the node's processors (0: none). The node
-// stretches its rank's computation by the share it loses to them.
+// NodeLoad: the faults timeline -> cluster manager -> node actor:
+// programs loading programs (busy loops) now share the node's processors
+// (0: none). The manager reports it in its status (the information
+// service's node load); the node stretches its rank's computation by the
+// share it loses to them.
 type NodeLoad struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Programs      int32                  `protobuf:"varint,120,opt,name=programs,proto3" json:"programs,omitempty"`
 	Reason        string                 `protobuf:"bytes,121,opt,name=reason,proto3" json:"reason,omitempty"`
+	Node          string                 `protobuf:"bytes,122,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -76,6 +79,13 @@ func (x *NodeLoad) GetPrograms() int32 {
 func (x *NodeLoad) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *NodeLoad) GetNode() string {
+	if x != nil {
+		return x.Node
 	}
 	return ""
 }
@@ -629,18 +639,22 @@ func (x *MigrationRequest) GetRatio() float64 {
 
 // MigrationDecision: rescheduler -> runner.
 type MigrationDecision struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Migrate       bool                   `protobuf:"varint,121,opt,name=migrate,proto3" json:"migrate,omitempty"`
-	Cluster       string                 `protobuf:"bytes,122,opt,name=cluster,proto3" json:"cluster,omitempty"` // the target
-	Size          int32                  `protobuf:"varint,123,opt,name=size,proto3" json:"size,omitempty"`
-	Gain          float64                `protobuf:"fixed64,124,opt,name=gain,proto3" json:"gain,omitempty"`
-	HereS         float64                `protobuf:"fixed64,125,opt,name=here_s,json=hereS,proto3" json:"here_s,omitempty"`
-	ThereS        float64                `protobuf:"fixed64,126,opt,name=there_s,json=thereS,proto3" json:"there_s,omitempty"`
-	CostS         float64                `protobuf:"fixed64,127,opt,name=cost_s,json=costS,proto3" json:"cost_s,omitempty"` // the cost model's estimate
-	CostModel     string                 `protobuf:"bytes,128,opt,name=cost_model,json=costModel,proto3" json:"cost_model,omitempty"`
-	Reason        string                 `protobuf:"bytes,129,opt,name=reason,proto3" json:"reason,omitempty"`
-	Forced        bool                   `protobuf:"varint,130,opt,name=forced,proto3" json:"forced,omitempty"` // the decision was forced opposite to the rule
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Migrate   bool                   `protobuf:"varint,121,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	Cluster   string                 `protobuf:"bytes,122,opt,name=cluster,proto3" json:"cluster,omitempty"` // the target
+	Size      int32                  `protobuf:"varint,123,opt,name=size,proto3" json:"size,omitempty"`
+	Gain      float64                `protobuf:"fixed64,124,opt,name=gain,proto3" json:"gain,omitempty"`
+	HereS     float64                `protobuf:"fixed64,125,opt,name=here_s,json=hereS,proto3" json:"here_s,omitempty"`
+	ThereS    float64                `protobuf:"fixed64,126,opt,name=there_s,json=thereS,proto3" json:"there_s,omitempty"`
+	CostS     float64                `protobuf:"fixed64,127,opt,name=cost_s,json=costS,proto3" json:"cost_s,omitempty"` // the cost model's estimate
+	CostModel string                 `protobuf:"bytes,128,opt,name=cost_model,json=costModel,proto3" json:"cost_model,omitempty"`
+	Reason    string                 `protobuf:"bytes,129,opt,name=reason,proto3" json:"reason,omitempty"`
+	Forced    bool                   `protobuf:"varint,130,opt,name=forced,proto3" json:"forced,omitempty"` // the decision was forced opposite to the rule
+	// opportunistic: taken when job freed_by ended and freed nodes of the
+	// target (SPEC §6's opportunistic migration), not on a request.
+	Opportunistic bool   `protobuf:"varint,131,opt,name=opportunistic,proto3" json:"opportunistic,omitempty"`
+	FreedBy       string `protobuf:"bytes,132,opt,name=freed_by,json=freedBy,proto3" json:"freed_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -752,14 +766,191 @@ func (x *MigrationDecision) GetForced() bool {
 	return false
 }
 
+func (x *MigrationDecision) GetOpportunistic() bool {
+	if x != nil {
+		return x.Opportunistic
+	}
+	return false
+}
+
+func (x *MigrationDecision) GetFreedBy() string {
+	if x != nil {
+		return x.FreedBy
+	}
+	return ""
+}
+
+// JobProgress: runner -> rescheduler, after every phase of a watched job:
+// the contract monitor's figures (ratio of the last phase, average), what
+// opportunistic migration weighs the job on. Runner is where decisions go.
+type JobProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Figures       *MigrationRequest      `protobuf:"bytes,120,opt,name=figures,proto3" json:"figures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobProgress) Reset() {
+	*x = JobProgress{}
+	mi := &file_migrate_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobProgress) ProtoMessage() {}
+
+func (x *JobProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobProgress.ProtoReflect.Descriptor instead.
+func (*JobProgress) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *JobProgress) GetFigures() *MigrationRequest {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+// FreedNodes: the nodes of one cluster a job released.
+type FreedNodes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,120,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Nodes         []string               `protobuf:"bytes,121,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreedNodes) Reset() {
+	*x = FreedNodes{}
+	mi := &file_migrate_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreedNodes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreedNodes) ProtoMessage() {}
+
+func (x *FreedNodes) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreedNodes.ProtoReflect.Descriptor instead.
+func (*FreedNodes) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FreedNodes) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *FreedNodes) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// JobEnded: runner -> rescheduler: a job ended (ok: completed) and
+// released its nodes.
+type JobEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,120,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Ok            bool                   `protobuf:"varint,121,opt,name=ok,proto3" json:"ok,omitempty"`
+	Freed         []*FreedNodes          `protobuf:"bytes,122,rep,name=freed,proto3" json:"freed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobEnded) Reset() {
+	*x = JobEnded{}
+	mi := &file_migrate_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobEnded) ProtoMessage() {}
+
+func (x *JobEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_migrate_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobEnded.ProtoReflect.Descriptor instead.
+func (*JobEnded) Descriptor() ([]byte, []int) {
+	return file_migrate_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *JobEnded) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobEnded) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *JobEnded) GetFreed() []*FreedNodes {
+	if x != nil {
+		return x.Freed
+	}
+	return nil
+}
+
 var File_migrate_proto protoreflect.FileDescriptor
 
 const file_migrate_proto_rawDesc = "" +
 	"\n" +
-	"\rmigrate.proto\x12\x05koala\x1a\vkoala.proto\">\n" +
+	"\rmigrate.proto\x12\x05koala\x1a\vkoala.proto\"R\n" +
 	"\bNodeLoad\x12\x1a\n" +
 	"\bprograms\x18x \x01(\x05R\bprograms\x12\x16\n" +
-	"\x06reason\x18y \x01(\tR\x06reason\"~\n" +
+	"\x06reason\x18y \x01(\tR\x06reason\x12\x12\n" +
+	"\x04node\x18z \x01(\tR\x04node\"~\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04rows\x18x \x01(\x05R\x04rows\x12\x12\n" +
 	"\x04cols\x18y \x01(\x05R\x04cols\x12\x1d\n" +
@@ -809,7 +1000,7 @@ const file_migrate_proto_rawDesc = "" +
 	"\x05ratio\x18\x80\x01 \x01(\x01R\x05ratio\x1a7\n" +
 	"\tArgsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x9f\x02\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xe2\x02\n" +
 	"\x11MigrationDecision\x12\x15\n" +
 	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x18\n" +
 	"\amigrate\x18y \x01(\bR\amigrate\x12\x18\n" +
@@ -822,7 +1013,19 @@ const file_migrate_proto_rawDesc = "" +
 	"\n" +
 	"cost_model\x18\x80\x01 \x01(\tR\tcostModel\x12\x17\n" +
 	"\x06reason\x18\x81\x01 \x01(\tR\x06reason\x12\x17\n" +
-	"\x06forced\x18\x82\x01 \x01(\bR\x06forcedB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
+	"\x06forced\x18\x82\x01 \x01(\bR\x06forced\x12%\n" +
+	"\ropportunistic\x18\x83\x01 \x01(\bR\ropportunistic\x12\x1a\n" +
+	"\bfreed_by\x18\x84\x01 \x01(\tR\afreedBy\"@\n" +
+	"\vJobProgress\x121\n" +
+	"\afigures\x18x \x01(\v2\x17.koala.MigrationRequestR\afigures\"<\n" +
+	"\n" +
+	"FreedNodes\x12\x18\n" +
+	"\acluster\x18x \x01(\tR\acluster\x12\x14\n" +
+	"\x05nodes\x18y \x03(\tR\x05nodes\"Z\n" +
+	"\bJobEnded\x12\x15\n" +
+	"\x06job_id\x18x \x01(\tR\x05jobId\x12\x0e\n" +
+	"\x02ok\x18y \x01(\bR\x02ok\x12'\n" +
+	"\x05freed\x18z \x03(\v2\x11.koala.FreedNodesR\x05freedB+Z)github.com/koala-emu/koala-emu/actors/msgb\x06proto3"
 
 var (
 	file_migrate_proto_rawDescOnce sync.Once
@@ -836,7 +1039,7 @@ func file_migrate_proto_rawDescGZIP() []byte {
 	return file_migrate_proto_rawDescData
 }
 
-var file_migrate_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_migrate_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_migrate_proto_goTypes = []any{
 	(*NodeLoad)(nil),          // 0: koala.NodeLoad
 	(*Layout)(nil),            // 1: koala.Layout
@@ -847,20 +1050,25 @@ var file_migrate_proto_goTypes = []any{
 	(*RankRestart)(nil),       // 6: koala.RankRestart
 	(*MigrationRequest)(nil),  // 7: koala.MigrationRequest
 	(*MigrationDecision)(nil), // 8: koala.MigrationDecision
-	nil,                       // 9: koala.MigrationRequest.ArgsEntry
-	(*Pid)(nil),               // 10: koala.Pid
+	(*JobProgress)(nil),       // 9: koala.JobProgress
+	(*FreedNodes)(nil),        // 10: koala.FreedNodes
+	(*JobEnded)(nil),          // 11: koala.JobEnded
+	nil,                       // 12: koala.MigrationRequest.ArgsEntry
+	(*Pid)(nil),               // 13: koala.Pid
 }
 var file_migrate_proto_depIdxs = []int32{
 	1,  // 0: koala.RankStopped.layout:type_name -> koala.Layout
 	1,  // 1: koala.RankRestart.layout:type_name -> koala.Layout
 	5,  // 2: koala.RankRestart.sources:type_name -> koala.CheckpointSource
-	9,  // 3: koala.MigrationRequest.args:type_name -> koala.MigrationRequest.ArgsEntry
-	10, // 4: koala.MigrationRequest.runner:type_name -> koala.Pid
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	12, // 3: koala.MigrationRequest.args:type_name -> koala.MigrationRequest.ArgsEntry
+	13, // 4: koala.MigrationRequest.runner:type_name -> koala.Pid
+	7,  // 5: koala.JobProgress.figures:type_name -> koala.MigrationRequest
+	10, // 6: koala.JobEnded.freed:type_name -> koala.FreedNodes
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_migrate_proto_init() }
@@ -875,7 +1083,7 @@ func file_migrate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_migrate_proto_rawDesc), len(file_migrate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2,6 +2,7 @@ package rescheduler
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -11,6 +12,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors/policy/migrate"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/nodes/apps"
+	"github.com/koala-emu/koala-emu/nodes/comm"
 	"github.com/koala-emu/koala-emu/nodes/qr"
 	"github.com/koala-emu/koala-emu/nodes/srs"
 )
@@ -39,15 +41,48 @@ type Config struct {
 type rescheduler struct {
 	cfg    Config
 	forced map[string]bool // jobs whose one forced decision was given (Invert)
+	// status is the information service's last status of each cluster
+	// (idle nodes, each node's load).
+	status map[string]*msg.ClusterStatus
+	// jobs are the running watched jobs' last figures (JobProgress), by
+	// job; moving are the jobs told to migrate, by job, with their target,
+	// until they report progress there.
+	jobs   map[string]*msg.MigrationRequest
+	moving map[string]string
 }
 
 // Props returns the rescheduler's props.
 func Props(cfg Config) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &rescheduler{cfg: cfg} })
+	return actor.PropsFromProducer(func() actor.Actor { return newRescheduler(cfg) })
+}
+
+func newRescheduler(cfg Config) *rescheduler {
+	return &rescheduler{cfg: cfg, status: map[string]*msg.ClusterStatus{}, jobs: map[string]*msg.MigrationRequest{},
+		moving: map[string]string{}}
 }
 
 func (r *rescheduler) Receive(ctx actor.Context) {
-	if x, ok := ctx.Message().(*msg.MigrationRequest); ok {
+	switch x := ctx.Message().(type) {
+	case *msg.GridStatus:
+		for _, c := range x.Clusters {
+			r.status[c.Cluster] = c
+		}
+	case *msg.JobProgress:
+		f := x.Figures
+		if f == nil {
+			return
+		}
+		r.jobs[f.JobId] = f
+		if r.moving[f.JobId] == f.Cluster {
+			delete(r.moving, f.JobId)
+		}
+	case *msg.JobEnded:
+		delete(r.jobs, x.JobId)
+		delete(r.moving, x.JobId)
+		if x.Ok {
+			r.opportunistic(ctx, x)
+		}
+	case *msg.MigrationRequest:
 		d := r.Decide(x)
 		ev := r.cfg.Env.Event(msg.EventMigrationDecision, "rescheduler", x.JobId)
 		ev.Fields = map[string]string{"from": x.Cluster, "to": d.Cluster, "migrate": fmt.Sprint(d.Migrate),
@@ -55,9 +90,20 @@ func (r *rescheduler) Receive(ctx actor.Context) {
 		ev.Values = map[string]float64{"gain": d.Gain, "here_s": d.HereS, "there_s": d.ThereS, "cost_s": d.CostS,
 			"phase": float64(x.Phase), "average_ratio": x.AverageRatio, "ratio": x.Ratio, "size": float64(d.Size)}
 		r.cfg.Env.Emit(ev)
-		if p := x.Runner.PID(); p != nil {
-			ctx.Send(p, d)
-		}
+		r.send(ctx, x.Runner, d)
+	}
+}
+
+// send gives a decision to the job's runner; a job told to migrate is
+// moving until it reports progress on its target. The runner takes the
+// first migration it gets and ignores the others until it has moved, so a
+// later one does not change the target.
+func (r *rescheduler) send(ctx actor.Context, runner *msg.Pid, d *msg.MigrationDecision) {
+	if _, moving := r.moving[d.JobId]; d.Migrate && !moving {
+		r.moving[d.JobId] = d.Cluster
+	}
+	if p := runner.PID(); p != nil {
+		ctx.Send(p, d)
 	}
 }
 
@@ -73,7 +119,8 @@ const ReasonForcedOnce = "forced run: the job's one decision was forced already"
 //     nodes times the ratio of its last phase (the job goes on at the pace
 //     it runs at now; the average, which the monitor asks on, also holds
 //     the phases before a load came); there, the model's on every node of the
-//     other cluster (the load there is not known: taken as none).
+//     other cluster, each under the load the information service last
+//     reported for it (unloaded when it reported none).
 //   - The job moves onto all of the other cluster's nodes (SPEC §6: from 4
 //     Tennessee to 8 Illinois machines); the restart waits in the
 //     scheduler's queue if they are busy.
@@ -93,7 +140,7 @@ func (r *rescheduler) Decide(x *msg.MigrationRequest) *msg.MigrationDecision {
 		if c.Name == cur.Name || c.Nodes < 1 {
 			continue
 		}
-		d, err := r.candidate(x, cur, c)
+		d, err := r.candidate(x, cur, c, r.clusterFactors(c))
 		if err != nil {
 			out.Reason = err.Error()
 			continue
@@ -132,32 +179,83 @@ func (r *rescheduler) cluster(name string) (Cluster, bool) {
 	return Cluster{}, false
 }
 
-// candidate is the decision for moving x from cur onto every node of c.
-func (r *rescheduler) candidate(x *msg.MigrationRequest, cur, c Cluster) (migrate.Decision, error) {
-	here, layoutHere, err := r.remaining(x, cur, int(x.Size))
+// candidate is the decision for moving x from cur onto len(factors)
+// nodes of c, each computing under its load factor.
+func (r *rescheduler) candidate(x *msg.MigrationRequest, cur, c Cluster, factors []float64) (migrate.Decision, error) {
+	here, there, cost, err := r.estimate(x, cur, c, factors)
 	if err != nil {
 		return migrate.Decision{}, err
 	}
-	here = time.Duration(float64(here) * pace(x))
-	there, layoutThere, err := r.remaining(x, c, c.Nodes)
+	return migrate.Decide(here, there, cost, r.cfg.Threshold)
+}
+
+// estimate predicts x's remaining time here (at its current pace), its
+// remaining time on len(factors) nodes of c under their load factors, and
+// the cost of moving there.
+func (r *rescheduler) estimate(x *msg.MigrationRequest, cur, c Cluster, factors []float64) (here, there, cost time.Duration, err error) {
+	here, layoutHere, err := r.remaining(x, cur, unloaded(int(x.Size)))
 	if err != nil {
-		return migrate.Decision{}, err
+		return 0, 0, 0, err
+	}
+	here = time.Duration(float64(here) * pace(x))
+	there, layoutThere, err := r.remaining(x, c, factors)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	plan, err := srs.Redistribute(layoutHere, layoutThere, qr.ElemSize)
 	if err != nil {
-		return migrate.Decision{}, err
+		return 0, 0, 0, err
 	}
 	wan, err := r.cfg.Links.Link(cur.Name, c.Name)
 	if err != nil {
-		return migrate.Decision{}, err
+		return 0, 0, 0, err
 	}
-	cost, err := r.cfg.Cost.Estimate(migrate.Move{Bytes: plan.Bytes(), Links: func(int, int) (time.Duration, float64) {
+	est, err := r.cfg.Cost.Estimate(migrate.Move{Bytes: plan.Bytes(), Links: func(int, int) (time.Duration, float64) {
 		return wan.Latency, wan.Bandwidth
 	}})
 	if err != nil {
-		return migrate.Decision{}, err
+		return 0, 0, 0, err
 	}
-	return migrate.Decide(here, there, cost.Total, r.cfg.Threshold)
+	return here, there, est.Total, nil
+}
+
+// unloaded is the load factors of n unloaded nodes.
+func unloaded(n int) []float64 {
+	f := make([]float64, n)
+	for i := range f {
+		f[i] = 1
+	}
+	return f
+}
+
+// clusterFactors is the load factor of every node of c as the information
+// service last reported them (comm.ShareFactor: how much longer a
+// computation takes there), the loaded nodes first, most loaded first.
+func (r *rescheduler) clusterFactors(c Cluster) []float64 {
+	f := unloaded(c.Nodes)
+	st := r.status[c.Name]
+	if st == nil {
+		return f
+	}
+	var loaded []float64
+	for _, p := range st.NodePrograms {
+		loaded = append(loaded, comm.ShareFactor(int(st.Processors), int(p)))
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(loaded)))
+	copy(f, loaded)
+	return f
+}
+
+// nodeFactors is the load factor of each named node of cluster c as the
+// information service last reported it.
+func (r *rescheduler) nodeFactors(c string, nodes []string) []float64 {
+	f := unloaded(len(nodes))
+	if st := r.status[c]; st != nil {
+		for i, n := range nodes {
+			f[i] = comm.ShareFactor(int(st.Processors), int(st.NodePrograms[n]))
+		}
+	}
+	return f
 }
 
 // pace is how much slower than predicted the job runs now: its last
@@ -171,15 +269,17 @@ func pace(x *msg.MigrationRequest) float64 {
 }
 
 // remaining is the model's remaining time of x from its next phase on
-// procs unloaded nodes of c, and the full-size matrix layout there.
-func (r *rescheduler) remaining(x *msg.MigrationRequest, c Cluster, procs int) (time.Duration, srs.Distribution, error) {
+// len(factors) nodes of c, node i computing factors[i] times slower than
+// unloaded, and the full-size matrix layout there.
+func (r *rescheduler) remaining(x *msg.MigrationRequest, c Cluster, factors []float64) (time.Duration, srs.Distribution, error) {
+	procs := len(factors)
 	m, rate, err := apps.QRModel(x.Args, procs)
 	if err != nil {
 		return 0, srs.Distribution{}, err
 	}
 	nodes := make([]qr.Node, procs)
-	for i := range nodes {
-		nodes[i] = qr.Node{Speed: rate * c.Speed}
+	for i, f := range factors {
+		nodes[i] = qr.Node{Speed: rate * c.Speed / f}
 	}
 	l, err := r.cfg.Links.Link(c.Name, c.Name)
 	if err != nil {

@@ -1,6 +1,7 @@
 package rescheduler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &rescheduler{cfg: testConfig(t, tc.cost, tc.invert)}
+			r := newRescheduler(testConfig(t, tc.cost, tc.invert))
 			d := r.Decide(tc.req)
 			if d.Migrate != tc.migrate || d.Cluster != "slow" || d.Size != 8 || d.Forced != tc.invert {
 				t.Fatalf("decision %+v, want migrate %v to slow:8", d, tc.migrate)
@@ -62,7 +63,7 @@ func TestDecide(t *testing.T) {
 		})
 	}
 	// Forced opposite: the first decision only; later ones decline.
-	r := &rescheduler{cfg: testConfig(t, pred, true)}
+	r := newRescheduler(testConfig(t, pred, true))
 	if d := r.Decide(req(4, 1)); !d.Migrate {
 		t.Errorf("first forced decision %+v", d)
 	}
@@ -70,11 +71,38 @@ func TestDecide(t *testing.T) {
 		t.Errorf("second forced decision %+v", d)
 	}
 	// Predicted cost: 360 s fixed plus 512 MB over 5 MB/s from 4 nodes.
-	d := (&rescheduler{cfg: testConfig(t, pred, false)}).Decide(req(4, 11))
+	d := newRescheduler(testConfig(t, pred, false)).Decide(req(4, 11))
 	if d.CostS < 360+512e6/4/5e6 || d.CostS > 360+2*512e6/5e6 {
 		t.Errorf("predicted cost %v s", d.CostS)
 	}
-	if d := (&rescheduler{cfg: testConfig(t, pred, false)}).Decide(&msg.MigrationRequest{Cluster: "mars"}); d.Migrate || !strings.Contains(d.Reason, "unknown cluster") {
+	if d := newRescheduler(testConfig(t, pred, false)).Decide(&msg.MigrationRequest{Cluster: "mars"}); d.Migrate || !strings.Contains(d.Reason, "unknown cluster") {
 		t.Errorf("unknown cluster: %+v", d)
+	}
+}
+
+// The target cluster's load, as the information service reports it, slows
+// the prediction there: a move that pays onto unloaded nodes does not onto
+// nodes loaded six times (10 programs on 2 processors).
+func TestDecideUsesTargetLoad(t *testing.T) {
+	req := &msg.MigrationRequest{JobId: "j", App: "qr", Args: map[string]float64{"n": 8000, "mflops": 600},
+		Cluster: "fast", Size: 4, Phase: 4, AverageRatio: 6}
+	r := newRescheduler(testConfig(t, migrate.Predicted{Fixed: migrate.FixedParts()}, false))
+	free := r.Decide(req)
+	programs := map[string]int32{}
+	for i := range 8 {
+		programs[fmt.Sprintf("slow-n%03d", i)] = 10
+	}
+	r.status["slow"] = &msg.ClusterStatus{Cluster: "slow", Processors: 2, NodePrograms: programs}
+	loaded := r.Decide(req)
+	if !free.Migrate || loaded.Migrate {
+		t.Fatalf("unloaded target: %+v; loaded target: %+v; want migrate then stay", free, loaded)
+	}
+	if ratio := loaded.ThereS / free.ThereS; ratio < 5.5 || ratio > 6.5 {
+		t.Errorf("remaining there loaded %v s, unloaded %v s: ratio %v, want about 6", loaded.ThereS, free.ThereS, ratio)
+	}
+	// One loaded node of eight: the slowest node sets the pace.
+	r.status["slow"] = &msg.ClusterStatus{Cluster: "slow", Processors: 2, NodePrograms: map[string]int32{"slow-n003": 10}}
+	if one := r.Decide(req); one.ThereS <= free.ThereS*2 {
+		t.Errorf("one loaded node: remaining there %v s, unloaded %v s", one.ThereS, free.ThereS)
 	}
 }

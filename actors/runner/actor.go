@@ -373,6 +373,7 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 	}
 	r.cfg.Env.Emit(ev)
 	ctx.Send(r.cfg.Scheduler, &msg.JobFinished{JobId: r.cfg.Job.Id, Ok: failure == "", Reason: failure, Cause: r.cause})
+	r.ended(ctx, failure == "", byCluster)
 	ctx.Stop(ctx.Self())
 }
 

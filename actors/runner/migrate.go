@@ -7,6 +7,8 @@ package runner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,6 +97,9 @@ func (r *runner) phaseDone(ctx actor.Context, x *msg.PhaseDone) {
 		return
 	}
 	a := r.mig.monitor.Observe(time.Duration(x.TookS*float64(time.Second)), pred)
+	figures := &msg.MigrationRequest{JobId: r.cfg.Job.Id, App: r.cfg.Job.App, Args: r.cfg.Job.Args, Cluster: r.mig.cluster,
+		Size: int32(len(r.members)), Phase: x.Phase + 1, AverageRatio: a.Average, Ratio: a.Ratio, Runner: msg.FromPID(ctx.Self())}
+	ctx.Send(r.cfg.Migration.Rescheduler, &msg.JobProgress{Figures: figures})
 	if a.Kind != migrate.RequestMigration {
 		return
 	}
@@ -102,8 +107,22 @@ func (r *runner) phaseDone(ctx actor.Context, x *msg.PhaseDone) {
 	ev.Fields = map[string]string{"cluster": r.mig.cluster, "reason": a.Reason}
 	ev.Values = map[string]float64{"phase": float64(x.Phase), "ratio": a.Ratio, "average": a.Average, "upper": a.Upper}
 	r.cfg.Env.Emit(ev)
-	ctx.Send(r.cfg.Migration.Rescheduler, &msg.MigrationRequest{JobId: r.cfg.Job.Id, App: r.cfg.Job.App, Args: r.cfg.Job.Args,
-		Cluster: r.mig.cluster, Size: int32(len(r.members)), Phase: x.Phase + 1, AverageRatio: a.Average, Ratio: a.Ratio, Runner: msg.FromPID(ctx.Self())})
+	ctx.Send(r.cfg.Migration.Rescheduler, figures)
+}
+
+// ended tells the rescheduler that the job ended and which nodes it
+// released (byCluster): a completion may let a running job move onto them
+// (opportunistic migration). Every rigid runner of a plan with a
+// rescheduler tells it, whatever its application.
+func (r *runner) ended(ctx actor.Context, ok bool, byCluster map[string][]string) {
+	if r.cfg.Migration == nil || r.cfg.Migration.Rescheduler == nil {
+		return
+	}
+	x := &msg.JobEnded{JobId: r.cfg.Job.Id, Ok: ok}
+	for _, c := range slices.Sorted(maps.Keys(byCluster)) {
+		x.Freed = append(x.Freed, &msg.FreedNodes{Cluster: c, Nodes: byCluster[c]})
+	}
+	ctx.Send(r.cfg.Migration.Rescheduler, x)
 }
 
 // predict is the model's time of phase k on the job's nodes.
@@ -128,8 +147,8 @@ func (r *runner) predict(k int) (time.Duration, error) {
 // decided applies the rescheduler's answer: a refusal widens the
 // monitor's limits; a migration stops every rank at its next safe point.
 func (r *runner) decided(ctx actor.Context, x *msg.MigrationDecision) {
-	if r.mig == nil || r.finished || r.failure != "" {
-		return
+	if r.mig == nil || r.finished || r.failure != "" || r.mig.decision != nil {
+		return // a move under way takes no other decision
 	}
 	if !x.Migrate {
 		r.mig.monitor.Declined()
@@ -199,10 +218,24 @@ func (r *runner) restarted(sinceS float64) {
 	}
 	d := r.mig.decision
 	ev := r.cfg.Env.Event(msg.EventMigrated, "runner", r.cfg.Job.Id)
-	ev.Fields = map[string]string{"from": r.mig.from, "to": d.Cluster, "cost_model": d.CostModel, "forced": fmt.Sprint(d.Forced)}
+	ev.Fields = map[string]string{"from": r.mig.from, "to": d.Cluster, "cost_model": d.CostModel, "forced": fmt.Sprint(d.Forced),
+		"trigger": trigger(d)}
 	ev.Values = map[string]float64{"phase": float64(r.mig.restart.Phase), "gain": d.Gain, "predicted_cost_s": d.CostS,
 		"measured_cost_s": r.cfg.Env.Now() - sinceS - r.mig.stopT, "stop_wait_s": r.mig.stopT - r.mig.askT,
 		"here_s": d.HereS, "there_s": d.ThereS}
 	r.cfg.Env.Emit(ev)
 	r.mig.decision, r.mig.restart = nil, nil
+}
+
+// Triggers of a migration, as the migrated event records them.
+const (
+	TriggerRequest       = "request"       // the contract monitor asked
+	TriggerOpportunistic = "opportunistic" // a job ended and freed better nodes
+)
+
+func trigger(d *msg.MigrationDecision) string {
+	if d.Opportunistic {
+		return TriggerOpportunistic
+	}
+	return TriggerRequest
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ type migGrid struct {
 	toNode chan interface{}
 	toSch  chan interface{}
 	toRes  chan *msg.MigrationRequest
+	prog   chan *msg.MigrationRequest // JobProgress figures
+	ended  chan *msg.JobEnded
 	events chan *msg.Event
 	env    actors.Env
 }
@@ -31,7 +34,7 @@ func newMigGrid(t *testing.T) *migGrid {
 	sys := actor.NewActorSystem(actors.QuietLogging())
 	t.Cleanup(sys.Shutdown)
 	g := &migGrid{sys: sys, nodes: map[string]*actor.PID{}, toNode: make(chan interface{}, 64), toSch: make(chan interface{}, 16),
-		toRes: make(chan *msg.MigrationRequest, 4), events: make(chan *msg.Event, 256)}
+		toRes: make(chan *msg.MigrationRequest, 4), prog: make(chan *msg.MigrationRequest, 16), ended: make(chan *msg.JobEnded, 2), events: make(chan *msg.Event, 256)}
 	for _, c := range []string{"c", "d"} {
 		name := c + "-n001"
 		g.nodes[c] = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
@@ -61,8 +64,13 @@ func newMigGrid(t *testing.T) *migGrid {
 		}
 	}))
 	g.resch = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if x, ok := ctx.Message().(*msg.MigrationRequest); ok {
+		switch x := ctx.Message().(type) {
+		case *msg.MigrationRequest:
 			g.toRes <- x
+		case *msg.JobProgress:
+			g.prog <- x.Figures
+		case *msg.JobEnded:
+			g.ended <- x
 		}
 	}))
 	rec := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
@@ -72,6 +80,21 @@ func newMigGrid(t *testing.T) *migGrid {
 	}))
 	g.env = actors.Env{System: sys, Clock: clock.NewScaled(1), Recorder: rec}
 	return g
+}
+
+// startWatched starts a watched qr job "j" of one rank on c (a small
+// matrix at 1 Mflop/s) and returns its runner, its rank connected.
+func (g *migGrid) startWatched(t *testing.T) (*actor.PID, *msg.JobSpec) {
+	t.Helper()
+	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
+		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
+	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
+		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
+	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
+	want[*msg.SubmitJob](t, g.toSch, "submission")
+	want[*msg.RankTable](t, g.toNode, "the rank table")
+	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	return r, job
 }
 
 func want[T any](t *testing.T, ch chan interface{}, what string) T {
@@ -96,14 +119,7 @@ func want[T any](t *testing.T, ch chan interface{}, what string) T {
 // moves once and completes.
 func TestRunnerMigrates(t *testing.T) {
 	g := newMigGrid(t)
-	job := &msg.JobSpec{Id: "j", App: "qr", Size: 1, Request: "fixed", Components: []*msg.Component{{Cluster: "c", Size: 1}},
-		Args: map[string]float64{"n": 480, "nb": 60, "mflops": 1}}
-	mig := &Migration{Rescheduler: g.resch, Speeds: map[string]float64{"c": 1, "d": 1},
-		Links: func(string, string) (time.Duration, float64) { return time.Microsecond, 1e9 }}
-	r := g.sys.Root.Spawn(Props(Config{Job: job, Scheduler: g.sched, TimeScale: 1, Migration: mig, Env: g.env}))
-	want[*msg.SubmitJob](t, g.toSch, "submission")
-	want[*msg.RankTable](t, g.toNode, "the rank table")
-	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	r, job := g.startWatched(t)
 	phase := func(k int32, slow float64) {
 		// Phase k's predicted time is its flops at 1 Mflop/s.
 		g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: k, TookS: slow * predicted(t, job, int(k))})
@@ -149,7 +165,8 @@ func TestRunnerMigrates(t *testing.T) {
 		select {
 		case ev := <-g.events:
 			kinds[ev.Kind]++
-			if ev.Kind == msg.EventMigrated && (ev.Fields["from"] != "c" || ev.Fields["to"] != "d" || ev.Values["predicted_cost_s"] != 42) {
+			if ev.Kind == msg.EventMigrated && (ev.Fields["from"] != "c" || ev.Fields["to"] != "d" || ev.Values["predicted_cost_s"] != 42 ||
+				ev.Fields["trigger"] != TriggerRequest) {
 				t.Errorf("migrated event %v %v", ev.Fields, ev.Values)
 			}
 			if ev.Kind == msg.EventEnd && ev.Fields["status"] != "completed" {
@@ -161,6 +178,67 @@ func TestRunnerMigrates(t *testing.T) {
 	}
 	if kinds[msg.EventStart] != 1 || kinds[msg.EventMigrated] != 1 || kinds[msg.EventMigrationStop] != 1 || kinds[msg.EventContractViolation] != 2 {
 		t.Errorf("events %v", kinds)
+	}
+	// The rescheduler heard every phase observed (4 on c, 1 on d, the
+	// monitor's figures) and the end, with the node freed.
+	var where []string
+	for range 5 {
+		select {
+		case f := <-g.prog:
+			where = append(where, fmt.Sprintf("%s:%d", f.Cluster, f.Phase))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress %v", where)
+		}
+	}
+	if fmt.Sprint(where) != "[c:1 c:2 c:3 c:4 d:6]" {
+		t.Errorf("progress reports %v", where)
+	}
+	select {
+	case e := <-g.ended:
+		if !e.Ok || len(e.Freed) != 1 || e.Freed[0].Cluster != "d" || fmt.Sprint(e.Freed[0].Nodes) != "[d-n001]" {
+			t.Errorf("end %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rescheduler did not hear of the end")
+	}
+}
+
+// An opportunistic decision moves the job like a requested one, and its
+// move records the trigger; a decision arriving while a move is under way
+// is ignored.
+func TestRunnerMovesOpportunistically(t *testing.T) {
+	g := newMigGrid(t)
+	r, job := g.startWatched(t)
+	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: 0, TookS: predicted(t, job, 0)})
+	<-g.prog
+	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: true, Cluster: "d", Size: 1, Gain: 0.6, CostS: 40,
+		CostModel: "predicted", Opportunistic: true, FreedBy: "x"})
+	want[*msg.StopRank](t, g.toNode, "the stop")
+	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: true, Cluster: "c", Size: 1, Opportunistic: true, FreedBy: "y"})
+	layout := &msg.Layout{Rows: 480, Cols: 481, ProcsRows: 1, ProcsCols: 1, Nb: 60}
+	g.sys.Root.Send(r, &msg.RankStopped{JobId: "j", Rank: 0, Node: "c-n001", Cluster: "c", Phase: 1, DepotAddr: "depot", Layout: layout})
+	g.sys.Root.Send(r, &msg.RankDone{JobId: "j", Rank: 0, Node: "c-n001", Ok: true})
+	want[*msg.JobFinished](t, g.toSch, "the stopped attempt's end")
+	if sub := want[*msg.SubmitJob](t, g.toSch, "the submission for d"); sub.Job.Components[0].Cluster != "d" {
+		t.Fatalf("resubmission %+v: the second decision was not ignored", sub.Job)
+	}
+	want[*msg.RankTable](t, g.toNode, "the new rank table")
+	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
+	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: 1, TookS: predicted(t, job, 1)})
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-g.events:
+			if ev.Kind != msg.EventMigrated {
+				continue
+			}
+			if ev.Fields["trigger"] != TriggerOpportunistic || ev.Fields["to"] != "d" || ev.Values["gain"] != 0.6 {
+				t.Errorf("migrated event %v %v", ev.Fields, ev.Values)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no migrated event")
+		}
 	}
 }
 

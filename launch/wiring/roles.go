@@ -66,7 +66,7 @@ func (s *Spec) Scheduler(env actors.Env, p Peers, stats *invariant.Stats) (*acto
 // probe round.
 func (s *Spec) KIS(env actors.Env, p Peers, ready chan<- struct{}) *actor.Props {
 	return kis.Props(kis.Config{Order: s.Order(), Clusters: p.Clusters, Unavailable: s.Unavailable(),
-		Scheduler: p.Scheduler, ProbePeriod: s.Policy.ProbePeriod, BandwidthBytes: s.ProbeBytes, Ready: ready, Env: env})
+		Scheduler: p.Scheduler, Rescheduler: p.Rescheduler, ProbePeriod: s.Policy.ProbePeriod, BandwidthBytes: s.ProbeBytes, Ready: ready, Env: env})
 }
 
 // ClusterManager builds the manager of cluster name over its nodes, with
@@ -82,7 +82,7 @@ func (s *Spec) ClusterManager(env actors.Env, name string, nodes []cluster.NodeI
 	if b := c.Background; b.Max > 0 {
 		bg = cluster.NewBackground(b.Min, b.Max, b.MeanJob, b.MaxJobNodes, uint64(s.Seed)+uint64(ci)+1)
 	}
-	return cluster.Props(cluster.Config{Name: c.Name, Nodes: nodes, KIS: p.KIS, Background: bg, Prober: prober, Env: env}), nil
+	return cluster.Props(cluster.Config{Name: c.Name, Nodes: nodes, KIS: p.KIS, Background: bg, Prober: prober, Processors: c.Processors, Env: env}), nil
 }
 
 // NodeConfig is the one place a node actor's configuration is built, on
