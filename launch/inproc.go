@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -55,7 +54,8 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	if err := r.spawnRoles(ctx, ready); err != nil {
 		return nil, err
 	}
-	if err := awaitProbes(ctx, ready); err != nil {
+	_, wait := r.spec.ProbeTimeouts()
+	if err := wiring.AwaitProbes(ctx, ready, wait); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(opts.Progress, "links probed; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",
@@ -70,20 +70,6 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	faultsDone()
 	out.Backend, out.Shaper, out.Manifest = "inproc", "userspace", manifest
 	return rs.Finish(ctx, out)
-}
-
-// awaitProbes waits for the information service's first probe round.
-func awaitProbes(ctx context.Context, ready <-chan struct{}) error {
-	t := time.NewTimer(2 * time.Minute)
-	defer t.Stop()
-	select {
-	case <-ready:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted while probing links: %w", ctx.Err())
-	case <-t.C:
-		return errors.New("information service: first probe round did not complete within 2 minutes")
-	}
 }
 
 // inprocRun is one run of the inproc backend: every role actor lives in

@@ -33,6 +33,10 @@ type PingPongOptions struct {
 	LatencyRounds   int // 8-byte round trips (default DefaultLatencyRounds)
 	BandwidthRounds int // MsgSize round trips (default 10)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
+	// Warmup is the 8-byte round trips made before the measured ones
+	// (default 20): enough to settle a fresh connection on a short link,
+	// and a large share of the probe's time on a dilated one.
+	Warmup int
 }
 
 // DefaultLatencyRounds is PingPongOptions.LatencyRounds when not set.
@@ -48,7 +52,25 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 	if o.MsgSize <= 0 {
 		o.MsgSize = BandwidthMsgSize
 	}
+	if o.Warmup <= 0 {
+		o.Warmup = latencyWarmup
+	}
 	return o
+}
+
+// Expected is how long MeasurePingPong with o takes over a link of one-way
+// latency and bandwidth bytes/s (0: unlimited) when the link delivers
+// them: every round trip, warm-ups included, at two latencies plus, for
+// the bandwidth rounds, the message's time on the wire both ways.
+func (o PingPongOptions) Expected(latency time.Duration, bandwidth float64) time.Duration {
+	o = o.withDefaults()
+	rtt := 2 * latency
+	d := time.Duration(o.Warmup+o.LatencyRounds) * rtt
+	wire := time.Duration(0)
+	if bandwidth > 0 {
+		wire = time.Duration(2 * float64(o.MsgSize) / bandwidth * float64(time.Second))
+	}
+	return d + time.Duration(bandwidthWarmup+o.BandwidthRounds)*(rtt+wire)
 }
 
 // Warm-up rounds before each phase, not measured.
@@ -193,7 +215,7 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 		}
 		return fmt.Errorf("netem: ping-pong: %w", err)
 	}
-	lat, err := rounds(conn, 8, latencyWarmup, o.LatencyRounds)
+	lat, err := rounds(conn, 8, o.Warmup, o.LatencyRounds)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}

@@ -273,3 +273,19 @@ func TestBestOf(t *testing.T) {
 		t.Errorf("kept %+v, want the smaller error of two equally failing attempts", got)
 	}
 }
+
+// Expected counts every round trip, warm-ups included, and the message's
+// time on the wire both ways in the bandwidth rounds.
+func TestPingPongExpected(t *testing.T) {
+	o := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: 1000, Warmup: 2}
+	// 12 x 2 ms, then (2 warm-ups + 2) x (2 ms + 2 x 1000 B at 1 MB/s).
+	if got, want := o.Expected(time.Millisecond, 1e6), 24*time.Millisecond+4*4*time.Millisecond; got != want {
+		t.Fatalf("expected %s, want %s", got, want)
+	}
+	if got, want := o.Expected(time.Millisecond, 0), 24*time.Millisecond+4*2*time.Millisecond; got != want {
+		t.Fatalf("unlimited bandwidth: expected %s, want %s", got, want)
+	}
+	if (PingPongOptions{}).Expected(time.Millisecond, 0) <= (PingPongOptions{Warmup: 1}).Expected(time.Millisecond, 0) {
+		t.Fatal("the default warm-up is not counted")
+	}
+}

@@ -28,6 +28,9 @@ type Config struct {
 	KIS        *actor.PID // receives *msg.ClusterStatus
 	Background *Background
 	Prober     Prober
+	// ProbeTimeout bounds each link's probe (0: 2 minutes); dilated links
+	// make probes slow (wiring.Spec.ProbeTimeouts).
+	ProbeTimeout time.Duration
 	// Processors is each node's processor count, reported with the
 	// nodes' load.
 	Processors int
@@ -202,12 +205,14 @@ func (m *manager) probe(req *msg.ProbeRequest) {
 		return
 	}
 	ctx, env, name := m.ctx, m.cfg.Env, m.cfg.Name
+	timeout := m.cfg.ProbeTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
 	env.Go(func() {
 		res := &msg.ProbeResult{}
 		for _, t := range req.Targets {
-			// Dilated links make a probe slow: the GbE Delft-MultimediaN pair
-			// at dilation 200 (0.29 s one way, 50 KB/s) takes about 30 s.
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			lat, bw, err := m.cfg.Prober.Measure(pctx, t.Cluster, t.Addr, int(req.BandwidthBytes))
 			cancel()
 			if err != nil {

@@ -225,14 +225,10 @@ func (r *gridRun) activate(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprint(r.opts.Progress, r.backend+": scheduler, information service, runner sites and cluster managers active; probing links...\n")
-	t := time.NewTimer(2 * time.Minute)
-	defer t.Stop()
-	select {
-	case <-r.l.ready:
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted while probing links: %w", ctx.Err())
-	case <-t.C:
-		return errors.New("information service: first probe round did not complete within 2 minutes")
+	spec := wiring.SpecFromPlan(r.plan, r.opts.ProbeBytes)
+	_, wait := spec.ProbeTimeouts()
+	if err := wiring.AwaitProbes(ctx, r.l.ready, wait); err != nil {
+		return err
 	}
 	r.ready = time.Since(r.began)
 	fmt.Fprintf(r.opts.Progress, r.backend+": grid ready after %.1f s; replaying %d jobs over %s of scenario time (time scale %g, dilation %g)\n",

@@ -71,13 +71,7 @@ func (p *Prober) Measure(ctx context.Context, dst, addr string, bwBytes int) (ti
 			return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
 		}
 	}
-	// Ten round trips: a dilated wide-area link (1 ms x 200) makes each one
-	// 0.4 s of wall time, and the probe must stay well inside its timeout.
-	opts := netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes}
-	if bwBytes <= 0 {
-		opts.BandwidthRounds = 0
-	}
-	res, err := netem.MeasurePingPong(ctx, conn, opts)
+	res, err := netem.MeasurePingPong(ctx, conn, probeOptions(bwBytes))
 	if err != nil {
 		return 0, 0, fmt.Errorf("probe %s: %w", dst, err)
 	}
@@ -142,4 +136,59 @@ func readLine(r io.Reader, max int) (string, error) {
 		line = append(line, b[0])
 	}
 	return "", errors.New("probe hello too long")
+}
+
+// probeOptions is the information service's ping-pong of one link: ten
+// 8-byte round trips after two warm-ups and two of bwBytes. A dilated
+// wide-area link (1 ms x 1000) makes each round trip 2 s of wall time, so
+// the counts stay small (see Spec.ProbeTimeouts for the time they take).
+func probeOptions(bwBytes int) netem.PingPongOptions {
+	return netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes, Warmup: 2}
+}
+
+// minProbeWait is the least time a probe, or the first probe round, is
+// given, however short the links.
+const minProbeWait = 2 * time.Minute
+
+// ProbeTimeouts is how long one link's probe may take (perLink: three
+// times the slowest link's expected probe, at least minProbeWait) and how
+// long the launcher waits for the first probe round (round: twice the
+// longest a cluster manager takes to probe every cluster in turn, plus
+// perLink, at least minProbeWait), on the spec's links at its dilation. At
+// dilation 1000 the probe of the Vrije-Leiden link alone (1 s one way, 77
+// KB/s) takes about a minute.
+func (s *Spec) ProbeTimeouts() (perLink, round time.Duration) {
+	d := max(s.Dilation, 1)
+	opts := probeOptions(s.ProbeBytes)
+	var slowest, longest time.Duration
+	for _, a := range s.Clusters {
+		var sum time.Duration
+		for _, b := range s.Clusters {
+			l, err := s.Links.Link(a.Name, b.Name)
+			if err != nil || l.Unavailable {
+				continue
+			}
+			t := opts.Expected(time.Duration(float64(l.Latency)*d), l.Bandwidth/d)
+			slowest = max(slowest, t)
+			sum += t
+		}
+		longest = max(longest, sum)
+	}
+	perLink = max(minProbeWait, 3*slowest)
+	return perLink, max(minProbeWait, 2*longest+perLink)
+}
+
+// AwaitProbes waits up to wait (Spec.ProbeTimeouts) for the information
+// service's first probe round, whose end closes ready.
+func AwaitProbes(ctx context.Context, ready <-chan struct{}, wait time.Duration) error {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted while probing links: %w", ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("information service: first probe round did not complete within %s", wait.Round(time.Second))
+	}
 }

@@ -82,7 +82,9 @@ func (s *Spec) ClusterManager(env actors.Env, name string, nodes []cluster.NodeI
 	if b := c.Background; b.Max > 0 {
 		bg = cluster.NewBackground(b.Min, b.Max, b.MeanJob, b.MaxJobNodes, uint64(s.Seed)+uint64(ci)+1)
 	}
-	return cluster.Props(cluster.Config{Name: c.Name, Nodes: nodes, KIS: p.KIS, Background: bg, Prober: prober, Processors: c.Processors, Env: env}), nil
+	perLink, _ := s.ProbeTimeouts()
+	return cluster.Props(cluster.Config{Name: c.Name, Nodes: nodes, KIS: p.KIS, Background: bg, Prober: prober, ProbeTimeout: perLink,
+		Processors: c.Processors, Env: env}), nil
 }
 
 // NodeConfig is the one place a node actor's configuration is built, on

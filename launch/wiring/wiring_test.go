@@ -126,3 +126,30 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Errorf("set fields changed: %+v", o)
 	}
 }
+
+// Probes get the time dilated links need: about two minutes at dilation 1, and
+// at dilation 1000 more than a minute for the slowest link (the das3
+// wide-area links are 0.4-1 ms, 77-185 MB/s) and the round its sum.
+func TestProbeTimeouts(t *testing.T) {
+	plan := testPlan(t)
+	s := SpecFromPlan(plan, 256<<10)
+	s.Dilation = 1
+	if per, round := s.ProbeTimeouts(); per != minProbeWait || round < per || round > per+10*time.Second {
+		t.Fatalf("dilation 1: per link %s, round %s", per, round)
+	}
+	s.Dilation = 1000
+	per, round := s.ProbeTimeouts()
+	slowest := time.Duration(0)
+	for _, a := range s.Clusters {
+		for _, b := range s.Clusters {
+			l, err := s.Links.Link(a.Name, b.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slowest = max(slowest, probeOptions(s.ProbeBytes).Expected(time.Duration(float64(l.Latency)*1000), l.Bandwidth/1000))
+		}
+	}
+	if slowest < time.Minute/2 || per != max(minProbeWait, 3*slowest) || round < per+2*slowest {
+		t.Fatalf("dilation 1000: slowest probe %s, per link %s, round %s", slowest, per, round)
+	}
+}
