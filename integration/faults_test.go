@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/faultstest"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/grid"
@@ -234,35 +234,8 @@ func faultsLoadRun(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(progress.String(), 40))
 	}
-	exec := map[string]float64{}
-	for _, j := range res.Jobs {
-		if j.Status != "completed" {
-			t.Fatalf("%s: %s %q, want completed", j.ID, j.Status, j.Reason)
-		}
-		exec[strings.SplitN(j.Components, ":", 2)[0]] = j.Exec()
-	}
-	lei, vu := exec["leiden"], exec["vrije"]
-	t.Logf("%s: execution leiden (loaded) %.1f s, vrije %.1f s; shaper %s", backend, lei, vu, res.Summary.Shaper)
-	if vu < 195 || vu > 225 {
-		t.Errorf("unloaded vrije job ran %.1f s, want about 200", vu)
-	}
-	if d := lei - vu; d < 35 || d > 65 {
-		t.Errorf("loaded leiden job ran %.1f s, %.1f s longer than the vrije job; want about 50 s longer", lei, d)
-	}
-	var kinds []string
-	for _, a := range res.Summary.Faults.Applied {
-		kinds = append(kinds, a.Kind+" "+a.Target)
-		if a.Error != "" {
-			t.Errorf("%s %s: %s", a.Kind, a.Target, a.Error)
-		}
-	}
-	if got := strings.Join(kinds, ", "); got != "load leiden, unload leiden" {
-		t.Errorf("faults applied: %s", got)
-	}
 	mu.Lock()
-	if want := map[string]int{"leiden-n001": 2, "leiden-n002": 2}; !maps.Equal(loads, want) {
-		t.Errorf("node_load events by node %v, want %v", loads, want)
-	}
+	faultstest.CheckLoadRun(t, res.Jobs, res.Summary.Faults.Applied, loads, 10)
 	mu.Unlock()
 	if !res.Summary.Books.Balanced() {
 		t.Errorf("books: %v", res.Summary.Books.Err())

@@ -2,12 +2,12 @@ package grid
 
 import (
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/faultstest"
 )
 
 // A kill on the faults timeline kills the node's host as a crash would;
@@ -67,34 +67,7 @@ func TestFaultsTimelineLoadsNodes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, p.progress.String())
 	}
-	exec := map[string]float64{}
-	for _, j := range res.Jobs {
-		if j.Status != "completed" {
-			t.Fatalf("%s: %s %q", j.ID, j.Status, j.Reason)
-		}
-		exec[strings.SplitN(j.Components, ":", 2)[0]] = j.Exec()
-	}
-	lei, vu := exec["leiden"], exec["vrije"]
-	t.Logf("execution: leiden (loaded) %.1f s, vrije %.1f s", lei, vu)
-	if vu < 195 || vu > 225 {
-		t.Errorf("unloaded vrije job ran %.1f s, want about 200", vu)
-	}
-	if d := lei - vu; d < 35 || d > 65 {
-		t.Errorf("loaded leiden job ran %.1f s, %.1f s longer than the vrije job; want about 50 s longer", lei, d)
-	}
-	var kinds []string
-	for _, a := range res.Summary.Faults.Applied {
-		kinds = append(kinds, a.Kind+" "+a.Target)
-		if a.Error != "" {
-			t.Errorf("%s %s: %s", a.Kind, a.Target, a.Error)
-		}
-	}
-	if got := strings.Join(kinds, ", "); got != "load leiden, unload leiden" {
-		t.Errorf("faults applied: %s", got)
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := map[string]int{"leiden-n001": 2, "leiden-n002": 2}; !reflect.DeepEqual(loads, want) {
-		t.Errorf("node_load events by node %v, want %v", loads, want)
-	}
+	faultstest.CheckLoadRun(t, res.Jobs, res.Summary.Faults.Applied, loads, 10)
 }
