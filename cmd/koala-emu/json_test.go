@@ -281,3 +281,30 @@ func TestScenariosBackends(t *testing.T) {
 		t.Errorf("text matrix shows %d refusals, JSON %d:\n%s", n, refused, ta.out.String())
 	}
 }
+
+// A run of a study that fails is a row with its error, the study goes on
+// to the next run, writes every row and exits with an error that counts
+// the failures.
+func TestStudyGoesOnAfterAFailedRun(t *testing.T) {
+	ta := newTestApp()
+	ta.runErr = errors.New("first probe round did not complete")
+	dir := t.TempDir()
+	code := ta.exec("study", "cluster-count", "--backend", "fake", "--apps", "wave", "--interconnect", "gbe", "--size", "8", "--out", dir)
+	if code != exitError {
+		t.Fatalf("exit %d, want %d", code, exitError)
+	}
+	if len(ta.runs) != 4 || !strings.Contains(ta.errOut.String(), "4 of 4 runs failed") {
+		t.Fatalf("%d runs; stderr: %s", len(ta.runs), ta.errOut.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "study.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []StudyRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[3].Status != "error" || !strings.Contains(rows[3].Reason, "first probe round") {
+		t.Fatalf("rows %+v", rows)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -199,6 +200,7 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 	}
 	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true, SimModel: f.model}
 	appList := strings.Split(f.apps, ",")
+	var failures []string
 	for _, name := range ics {
 		cs := clusterSets[name]
 		for _, app := range appList {
@@ -210,7 +212,11 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 				for _, combo := range combos {
 					row, err := studyRun(cmd.Context(), b, opts, base, ov, name, app, combo, f.size)
 					if err != nil {
-						return err
+						var failed *cellFailed
+						if !errors.As(err, &failed) || cmd.Context().Err() != nil {
+							return err
+						}
+						failures = append(failures, err.Error())
 					}
 					fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s, dilation %g, time scale %g) %s %s %s %s\n", name, app,
 						strings.Join(combo, "+"), row.ExecS, row.WallS, row.Dilation, row.TimeScale, row.Status, row.Reason, row.Verdict, strings.Join(row.Why, "; "))
@@ -224,11 +230,23 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 		w = a.stderr
 	}
 	printStudy(w, out.Rows, ics, appList)
-	if f.out == "" {
-		return nil
+	err = nil
+	if f.out != "" {
+		err = writeStudy(f.out, out.Rows)
 	}
-	return writeStudy(f.out, out.Rows)
+	if len(failures) > 0 {
+		err = errors.Join(err, fmt.Errorf("study: %d of %d runs failed (their rows say so): %s", len(failures), len(out.Rows), strings.Join(failures, "; ")))
+	}
+	return err
 }
+
+// cellFailed is a run of a study that started and failed: the study
+// records it as a row and goes on (a run that cannot start, from bad input,
+// ends the study).
+type cellFailed struct{ err error }
+
+func (c *cellFailed) Error() string { return c.err.Error() }
+func (c *cellFailed) Unwrap() error { return c.err }
 
 // writeStudy writes study.json into dir.
 func writeStudy(dir string, rows []StudyRow) error {
@@ -269,7 +287,8 @@ func studyRun(ctx context.Context, b launch.Backend, opts launch.Options, base *
 	}
 	res, err := b.Run(ctx, plan, opts)
 	if err != nil {
-		return StudyRow{}, fmt.Errorf("study %s on %v: %w", app, combo, err)
+		err = fmt.Errorf("study %s on %v: %w", app, combo, err)
+		return StudyRow{Interconnect: ic, App: app, Clusters: combo, Status: "error", Reason: err.Error()}, &cellFailed{err}
 	}
 	row := StudyRow{Interconnect: ic, App: app, Clusters: combo, WallS: res.Summary.WallS,
 		Dilation: res.Summary.Dilation, TimeScale: res.Summary.TimeScale}
