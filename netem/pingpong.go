@@ -31,7 +31,7 @@ const (
 // PingPongOptions sets how many round trips MeasurePingPong makes.
 type PingPongOptions struct {
 	LatencyRounds   int // 8-byte round trips (default DefaultLatencyRounds)
-	BandwidthRounds int // MsgSize round trips (default 10)
+	BandwidthRounds int // MsgSize round trips (default 10; negative: none, Bandwidth stays 0)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
 }
 
@@ -42,7 +42,7 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 	if o.LatencyRounds <= 0 {
 		o.LatencyRounds = DefaultLatencyRounds
 	}
-	if o.BandwidthRounds <= 0 {
+	if o.BandwidthRounds == 0 {
 		o.BandwidthRounds = 10
 	}
 	if o.MsgSize <= 0 {
@@ -197,19 +197,21 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}
-	bw, err := rounds(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds)
-	if err != nil {
-		return PingPongResult{}, wrap(err)
-	}
 	sortDur(lat)
-	sortDur(bw)
-	bwMed := median(bw)
 	r := PingPongResult{
 		Latency: median(lat) / 2,
 		RTTP50:  median(lat),
 		RTTP99:  lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)],
 	}
-	if bwMed > 0 {
+	if o.BandwidthRounds < 0 {
+		return r, nil
+	}
+	bw, err := rounds(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds)
+	if err != nil {
+		return PingPongResult{}, wrap(err)
+	}
+	sortDur(bw)
+	if bwMed := median(bw); bwMed > 0 {
 		r.Bandwidth = float64(o.MsgSize) / (bwMed.Seconds() / 2)
 	}
 	return r, nil

@@ -135,6 +135,14 @@ func TestPingPongUnshaped(t *testing.T) {
 	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: 1, MsgSize: 64}); err != nil {
 		t.Fatal(err)
 	}
+	// Negative bandwidth rounds: latency only, and the connection still
+	// serves a whole measurement afterwards.
+	if r, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: -1}); err != nil || r.Latency <= 0 || r.Bandwidth != 0 {
+		t.Fatalf("latency only: %+v %v", r, err)
+	}
+	if r, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: 1, MsgSize: 64}); err != nil || r.Bandwidth <= 0 {
+		t.Fatalf("after latency only: %+v %v", r, err)
+	}
 }
 
 func TestPingPongShapedBothWays(t *testing.T) {

@@ -910,12 +910,14 @@ func (x *GridReady) GetError() string {
 }
 
 // GridSetLink: launcher -> ctl of a node or cluster manager host, for a
-// degrade or restore fault: from now on the host's link towards
-// link.cluster is link (undilated: the host dilates it and applies its
-// shaping model as the initial shaping does), changed in place where the
-// mechanism allows. Replied with GridShaped: the link now in effect
-// towards that cluster, and in reason whether it changed in place or the
-// shaping was installed again (and why).
+// degrade or restore fault, or for the next probe delay of the delay
+// line's overhead curve: from now on the host's link towards link.cluster
+// is link (given as the installed plan was: undilated for the grid's plan,
+// which the host dilates, as it is after a GridShape with links; the host
+// applies its shaping model as the installation does), changed in place
+// where the mechanism allows. Replied with GridShaped: the link now in
+// effect towards that cluster, and in reason whether it changed in place
+// or the shaping was installed again (and why).
 type GridSetLink struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Link          *GridLink              `protobuf:"bytes,1,opt,name=link,proto3" json:"link,omitempty"`

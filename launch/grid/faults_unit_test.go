@@ -141,6 +141,40 @@ func TestShaperSetLinkDilates(t *testing.T) {
 	}
 }
 
+// Links given in the installation request (the delay line's overhead
+// probes) are installed as given, and a change of one is applied as given
+// too, in place or, when the mechanism cannot, by installing the changed
+// plan again undilated, with the mechanism the request selected.
+func TestShaperSetLinkKeepsGivenLinks(t *testing.T) {
+	g := &Grid{Spec: wiring.Spec{Dilation: 4}}
+	given := netem.Link{Latency: 30 * time.Microsecond}
+	for _, reshape := range []bool{false, true} {
+		f := &fakeMech{name: kernel.NameHTB, reshape: reshape}
+		var opts []MechanismOptions
+		s := newShaper("a1", "a", g, func(o MechanismOptions) []netem.Mechanism {
+			opts = append(opts, o)
+			return []netem.Mechanism{f}
+		})
+		r := s.shape(context.Background(), &msg.GridShape{Mechanism: kernel.NameHTB, DivertAll: true, Links: []*msg.GridLink{toGridLink("b", given)}})
+		if r.Error != "" || f.installs[0].To["b"] != given {
+			t.Fatalf("install %+v: %s", f.installs, r.Error)
+		}
+		probe := netem.Link{Latency: 5 * time.Millisecond}
+		if r := s.setLink(context.Background(), &msg.GridSetLink{Link: toGridLink("b", probe)}); r.Error != "" {
+			t.Fatalf("reshape %v: %s", reshape, r.Error)
+		}
+		switch {
+		case !reshape && (len(f.changes) != 1 || f.changes[0] != probe || len(f.installs) != 1):
+			t.Errorf("in place: changes %v installs %d, want one change to %+v", f.changes, len(f.installs), probe)
+		case reshape && (len(f.installs) != 2 || f.installs[1].To["b"] != probe):
+			t.Errorf("installed again: %+v, want b %+v undilated", f.installs, probe)
+		}
+		if len(opts) != 1 || !opts[0].DivertAll {
+			t.Errorf("mechanism options %+v: want one selection, diverting all", opts)
+		}
+	}
+}
+
 // The userspace shaper gets the link undilated (it dilates by itself).
 func TestDilatedLeavesUserspaceAlone(t *testing.T) {
 	p := netem.EgressPlan{To: map[string]netem.Link{"b": {Latency: time.Millisecond, Bandwidth: 8e6}}}

@@ -93,11 +93,14 @@ type shaper struct {
 	mu   sync.Mutex
 	inst netem.Installed
 	mech string
-	// impl and plan are the installed mechanism and its plan, undilated
-	// (SetLink changes it and installs it again when it must).
-	impl netem.Mechanism
-	plan netem.EgressPlan
-	cut  bool // InstallCut in effect
+	// impl and plan are the installed mechanism and its plan, undilated,
+	// and dilation is what the plan was installed with: the run's for the
+	// grid's plan, 1 for links given in the request (SetLink changes the
+	// plan and installs it again when it must).
+	impl     netem.Mechanism
+	plan     netem.EgressPlan
+	dilation float64
+	cut      bool // InstallCut in effect
 }
 
 func newShaper(name, cluster string, g *Grid, c Candidates) *shaper {
@@ -194,7 +197,7 @@ func (s *shaper) installLocked(ctx context.Context, mech netem.Mechanism, plan n
 	if err != nil {
 		return fmt.Errorf("%s: install %s: %w", s.name, mech.Name(), err)
 	}
-	s.inst, s.mech, s.impl, s.plan = inst, mech.Name(), mech, plan
+	s.inst, s.mech, s.impl, s.plan, s.dilation = inst, mech.Name(), mech, plan, dilation
 	s.egress.set(inst)
 	return nil
 }
