@@ -31,6 +31,7 @@ const (
 // PingPongOptions sets how many round trips MeasurePingPong makes.
 type PingPongOptions struct {
 	LatencyRounds   int // 8-byte round trips (default DefaultLatencyRounds)
+	LatencyWarmup   int // unmeasured 8-byte round trips before them (default DefaultLatencyWarmup)
 	BandwidthRounds int // MsgSize round trips (default 10; negative: none, Bandwidth stays 0)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
 }
@@ -42,6 +43,9 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 	if o.LatencyRounds <= 0 {
 		o.LatencyRounds = DefaultLatencyRounds
 	}
+	if o.LatencyWarmup <= 0 {
+		o.LatencyWarmup = DefaultLatencyWarmup
+	}
 	if o.BandwidthRounds == 0 {
 		o.BandwidthRounds = 10
 	}
@@ -51,10 +55,11 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 	return o
 }
 
-// Warm-up rounds before each phase, not measured.
+// Warm-up round trips before each phase, not measured:
+// DefaultLatencyWarmup is PingPongOptions.LatencyWarmup when not set.
 const (
-	latencyWarmup   = 20
-	bandwidthWarmup = 2
+	DefaultLatencyWarmup = 20
+	bandwidthWarmup      = 2
 )
 
 // PingPongResult is what a ping-pong measured.
@@ -193,7 +198,7 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 		}
 		return fmt.Errorf("netem: ping-pong: %w", err)
 	}
-	lat, err := rounds(conn, 8, latencyWarmup, o.LatencyRounds)
+	lat, err := rounds(conn, 8, o.LatencyWarmup, o.LatencyRounds)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}

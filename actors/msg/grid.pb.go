@@ -356,8 +356,9 @@ type GridPingPong struct {
 	DstCluster      string                 `protobuf:"bytes,1,opt,name=dst_cluster,json=dstCluster,proto3" json:"dst_cluster,omitempty"`
 	Addr            string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
 	LatencyRounds   int32                  `protobuf:"varint,3,opt,name=latency_rounds,json=latencyRounds,proto3" json:"latency_rounds,omitempty"`
-	BandwidthRounds int32                  `protobuf:"varint,4,opt,name=bandwidth_rounds,json=bandwidthRounds,proto3" json:"bandwidth_rounds,omitempty"`
+	BandwidthRounds int32                  `protobuf:"varint,4,opt,name=bandwidth_rounds,json=bandwidthRounds,proto3" json:"bandwidth_rounds,omitempty"` // negative: no bandwidth round trips
 	MsgSize         int32                  `protobuf:"varint,5,opt,name=msg_size,json=msgSize,proto3" json:"msg_size,omitempty"`
+	LatencyWarmup   int32                  `protobuf:"varint,6,opt,name=latency_warmup,json=latencyWarmup,proto3" json:"latency_warmup,omitempty"` // 0: netem's default
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -423,6 +424,13 @@ func (x *GridPingPong) GetBandwidthRounds() int32 {
 func (x *GridPingPong) GetMsgSize() int32 {
 	if x != nil {
 		return x.MsgSize
+	}
+	return 0
+}
+
+func (x *GridPingPong) GetLatencyWarmup() int32 {
+	if x != nil {
+		return x.LatencyWarmup
 	}
 	return 0
 }
@@ -1053,14 +1061,15 @@ const file_grid_proto_rawDesc = "" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12-\n" +
 	"\teffective\x18\x04 \x03(\v2\x0f.koala.GridLinkR\teffective\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xb0\x01\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xd7\x01\n" +
 	"\fGridPingPong\x12\x1f\n" +
 	"\vdst_cluster\x18\x01 \x01(\tR\n" +
 	"dstCluster\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12%\n" +
 	"\x0elatency_rounds\x18\x03 \x01(\x05R\rlatencyRounds\x12)\n" +
 	"\x10bandwidth_rounds\x18\x04 \x01(\x05R\x0fbandwidthRounds\x12\x19\n" +
-	"\bmsg_size\x18\x05 \x01(\x05R\amsgSize\"\xa3\x01\n" +
+	"\bmsg_size\x18\x05 \x01(\x05R\amsgSize\x12%\n" +
+	"\x0elatency_warmup\x18\x06 \x01(\x05R\rlatencyWarmup\"\xa3\x01\n" +
 	"\x12GridPingPongResult\x12\x1d\n" +
 	"\n" +
 	"latency_ns\x18\x01 \x01(\x03R\tlatencyNs\x12\x1c\n" +

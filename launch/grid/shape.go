@@ -48,7 +48,8 @@ func (l *launcher) pingPong(ctx context.Context, a, b membership.Member, pp nete
 		return netem.PingPongResult{}, err
 	}
 	res, err := askFor[*msg.GridPingPongResult](ctx, l, a, &msg.GridPingPong{DstCluster: b.Cluster, Addr: addr,
-		LatencyRounds: int32(pp.LatencyRounds), BandwidthRounds: int32(pp.BandwidthRounds), MsgSize: int32(pp.MsgSize)}, 90*time.Second)
+		LatencyRounds: int32(pp.LatencyRounds), LatencyWarmup: int32(pp.LatencyWarmup), BandwidthRounds: int32(pp.BandwidthRounds),
+		MsgSize: int32(pp.MsgSize)}, 90*time.Second)
 	if err != nil {
 		return netem.PingPongResult{}, err
 	}

@@ -262,7 +262,8 @@ func (s *shaper) lineStats(req *msg.GridLineStats) *msg.GridLineStatsResult {
 func (s *shaper) pingPong(ctx context.Context, req *msg.GridPingPong) *msg.GridPingPongResult {
 	out := &msg.GridPingPongResult{}
 	res, err := measure(ctx, &s.egress, s.cluster, req.DstCluster, req.Addr, netem.PingPongOptions{
-		LatencyRounds: int(req.LatencyRounds), BandwidthRounds: int(req.BandwidthRounds), MsgSize: int(req.MsgSize)})
+		LatencyRounds: int(req.LatencyRounds), LatencyWarmup: int(req.LatencyWarmup), BandwidthRounds: int(req.BandwidthRounds),
+		MsgSize: int(req.MsgSize)})
 	if err != nil {
 		out.Error = fmt.Sprintf("%s -> %s (%s): %v", s.name, req.DstCluster, req.Addr, err)
 		return out
