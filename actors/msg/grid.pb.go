@@ -134,7 +134,11 @@ type GridShape struct {
 	SelectOnly bool `protobuf:"varint,7,opt,name=select_only,json=selectOnly,proto3" json:"select_only,omitempty"`
 	// spin_ns is how long before a deadline the delay line stops sleeping
 	// and spins: 0 adapts it, negative never spins (kernel.HTB.Spin).
-	SpinNs        int64 `protobuf:"varint,8,opt,name=spin_ns,json=spinNs,proto3" json:"spin_ns,omitempty"`
+	SpinNs int64 `protobuf:"varint,8,opt,name=spin_ns,json=spinNs,proto3" json:"spin_ns,omitempty"`
+	// probed: mechanism (a name, not auto) passed its probe on another host
+	// of the grid; install it without probing it again (the probe's
+	// scratch veth pair cost about 40 ms a host, serialised in the kernel).
+	Probed        bool `protobuf:"varint,10,opt,name=probed,proto3" json:"probed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -216,6 +220,13 @@ func (x *GridShape) GetSpinNs() int64 {
 		return x.SpinNs
 	}
 	return 0
+}
+
+func (x *GridShape) GetProbed() bool {
+	if x != nil {
+		return x.Probed
+	}
+	return false
 }
 
 // GridOverheadPoint: with delay_ns added, the delay line costs overhead_ns
@@ -1040,7 +1051,7 @@ const file_grid_proto_rawDesc = "" +
 	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
 	"\tjitter_ns\x18\x04 \x01(\x03R\bjitterNs\x12\x12\n" +
 	"\x04loss\x18\x05 \x01(\x01R\x04loss\x12 \n" +
-	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xa1\x02\n" +
+	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xb9\x02\n" +
 	"\tGridShape\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x19\n" +
 	"\bfloor_ns\x18\x02 \x01(\x03R\afloorNs\x124\n" +
@@ -1050,7 +1061,9 @@ const file_grid_proto_rawDesc = "" +
 	"\x05links\x18\x06 \x03(\v2\x0f.koala.GridLinkR\x05links\x12\x1f\n" +
 	"\vselect_only\x18\a \x01(\bR\n" +
 	"selectOnly\x12\x17\n" +
-	"\aspin_ns\x18\b \x01(\x03R\x06spinNsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\voverhead_nsR\foverhead0_ns\"O\n" +
+	"\aspin_ns\x18\b \x01(\x03R\x06spinNs\x12\x16\n" +
+	"\x06probed\x18\n" +
+	" \x01(\bR\x06probedJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\voverhead_nsR\foverhead0_ns\"O\n" +
 	"\x11GridOverheadPoint\x12\x19\n" +
 	"\bdelay_ns\x18\x01 \x01(\x03R\adelayNs\x12\x1f\n" +
 	"\voverhead_ns\x18\x02 \x01(\x03R\n" +

@@ -77,10 +77,11 @@ type fakeMech struct {
 	reshape  bool
 	installs []netem.EgressPlan
 	changes  []netem.Link
+	probes   int
 }
 
 func (f *fakeMech) Name() string                { return f.name }
-func (f *fakeMech) Probe(context.Context) error { return nil }
+func (f *fakeMech) Probe(context.Context) error { f.probes++; return nil }
 func (f *fakeMech) Install(_ context.Context, p netem.EgressPlan, _ map[string][]netip.Prefix) (netem.Installed, error) {
 	f.installs = append(f.installs, p)
 	return &fakeInst{m: f, eff: p.To}, nil
@@ -172,6 +173,35 @@ func TestShaperSetLinkKeepsGivenLinks(t *testing.T) {
 		if len(opts) != 1 || !opts[0].DivertAll {
 			t.Errorf("mechanism options %+v: want one selection, diverting all", opts)
 		}
+	}
+}
+
+// A host told that the mechanism was probed elsewhere installs it without
+// probing; auto, a selection alone and an unprobed name still probe.
+func TestShaperProbedSkipsProbe(t *testing.T) {
+	g := &Grid{Spec: wiring.Spec{Dilation: 1}}
+	link := []*msg.GridLink{toGridLink("b", netem.Link{Latency: time.Millisecond})}
+	for _, c := range []struct {
+		req    *msg.GridShape
+		probes int
+	}{
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, Links: link}, 0},
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Links: link}, 1},
+		{&msg.GridShape{Mechanism: netem.Auto, Probed: true, Links: link}, 1},
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, SelectOnly: true}, 1},
+	} {
+		f := &fakeMech{name: kernel.NameHTB}
+		s := newShaper("a1", "a", g, func(MechanismOptions) []netem.Mechanism { return []netem.Mechanism{f} })
+		if r := s.shape(context.Background(), c.req); r.Error != "" || r.Mechanism != kernel.NameHTB {
+			t.Fatalf("%+v: %+v", c.req, r)
+		}
+		if f.probes != c.probes {
+			t.Errorf("%+v: probed %d times, want %d", c.req, f.probes, c.probes)
+		}
+	}
+	s := newShaper("a1", "a", g, func(MechanismOptions) []netem.Mechanism { return []netem.Mechanism{&fakeMech{name: "userspace"}} })
+	if r := s.shape(context.Background(), &msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, Links: link}); r.Error == "" {
+		t.Error("a probed mechanism the host does not have was installed")
 	}
 }
 

@@ -137,7 +137,7 @@ func (l *launcher) overhead(ctx context.Context, floor, spin time.Duration, a, b
 	}
 	ends := []membership.Member{a, b}
 	replies, err := l.askAll(ctx, ends, func(m membership.Member) interface{} {
-		return &msg.GridShape{Mechanism: kernel.NameHTB, FloorNs: int64(floor), DivertAll: true, SpinNs: int64(spin),
+		return &msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, FloorNs: int64(floor), DivertAll: true, SpinNs: int64(spin),
 			Links: []*msg.GridLink{link(m, probes[0])}}
 	}, 2*time.Minute, len(ends))
 	if err := errors.Join(err, ackError(replies)); err != nil {
@@ -166,9 +166,9 @@ func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp nete
 
 // shapeAll installs the mechanism of info with its model on every host of
 // hs and records what each reports in effect. Every host must end up with
-// the same mechanism.
+// the same mechanism; none probes it again (the model's host did).
 func (l *launcher) shapeAll(ctx context.Context, info *ShapeInfo, hs []membership.Member) error {
-	req := &msg.GridShape{Mechanism: info.Mechanism, FloorNs: int64(info.Floor), Overhead: toGridOverhead(info.Overhead),
+	req := &msg.GridShape{Mechanism: info.Mechanism, Probed: true, FloorNs: int64(info.Floor), Overhead: toGridOverhead(info.Overhead),
 		SpinNs: int64(info.Spin)}
 	replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return req }, 2*time.Minute, 16)
 	info.Effective = map[string]map[string]netem.Link{}
