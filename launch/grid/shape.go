@@ -124,7 +124,8 @@ func (l *launcher) unshape(ctx context.Context, ms ...membership.Member) error {
 // overhead measures the delay line's own cost between hosts a and b at the
 // probe delays (increasing; kernel.Model.Overhead): both ends divert all
 // their traffic to each other through the line, installed once at the
-// first probe delay; every later probe changes the line's delay in place
+// first probe delay without probing the mechanism again, as the run's
+// hosts install it; every later probe changes the line's delay in place
 // (GridSetLink; a host that cannot installs the whole shaping again, as it
 // does for a fault). A line changed in place costs what one freshly
 // installed at that delay costs (measured on netns, docs/docker-netns.md),

@@ -137,7 +137,7 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 	}
 	model := kernel.Model{Floor: time.Duration(req.FloorNs), Overhead: fromGridOverhead(req.Overhead)}
 	d := s.grid.Dilation
-	mech, reason, err := s.selectMech(ctx, req, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
+	mech, reason, err := selectMech(ctx, req, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
 		Dilation: d, Spin: time.Duration(req.SpinNs)}))
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", s.name, err))
@@ -175,7 +175,7 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 // selectMech selects the mechanism of a GridShape among the candidates: by
 // probes (netem.Select), or by name alone when another host probed it
 // (req.Probed).
-func (s *shaper) selectMech(ctx context.Context, req *msg.GridShape, cands []netem.Mechanism) (netem.Mechanism, string, error) {
+func selectMech(ctx context.Context, req *msg.GridShape, cands []netem.Mechanism) (netem.Mechanism, string, error) {
 	if !req.Probed || req.Mechanism == netem.Auto || req.SelectOnly {
 		return netem.Select(ctx, req.Mechanism, cands)
 	}
