@@ -63,18 +63,14 @@ func Select(ctx context.Context, want string, candidates []Mechanism) (Mechanism
 		want = Auto
 	}
 	if want != Auto {
-		var names []string
-		for _, m := range candidates {
-			names = append(names, m.Name())
-			if m.Name() != want {
-				continue
-			}
-			if err := m.Probe(ctx); err != nil {
-				return nil, "", fmt.Errorf("netem: mechanism %q requested but unavailable: %w", want, err)
-			}
-			return m, fmt.Sprintf("%s: requested explicitly, probe passed", want), nil
+		m, err := Named(want, candidates)
+		if err != nil {
+			return nil, "", err
 		}
-		return nil, "", fmt.Errorf("netem: unknown mechanism %q (known: %s, or %s)", want, strings.Join(names, ", "), Auto)
+		if err := m.Probe(ctx); err != nil {
+			return nil, "", fmt.Errorf("netem: mechanism %q requested but unavailable: %w", want, err)
+		}
+		return m, fmt.Sprintf("%s: requested explicitly, probe passed", want), nil
 	}
 	var skipped []string
 	var errs []error
@@ -94,6 +90,21 @@ func Select(ctx context.Context, want string, candidates []Mechanism) (Mechanism
 		errs = append(errs, fmt.Errorf("%s: %w", m.Name(), err))
 	}
 	return nil, "", fmt.Errorf("netem: no shaping mechanism can run here: %w", errors.Join(errs...))
+}
+
+// Named returns the candidate called want without probing it: for a
+// mechanism whose probe passed on another host of the same machine and
+// image, where an installation that fails names what failed. An unknown
+// name is an error listing the known ones.
+func Named(want string, candidates []Mechanism) (Mechanism, error) {
+	var names []string
+	for _, m := range candidates {
+		if m.Name() == want {
+			return m, nil
+		}
+		names = append(names, m.Name())
+	}
+	return nil, fmt.Errorf("netem: unknown mechanism %q (known: %s, or %s)", want, strings.Join(names, ", "), Auto)
 }
 
 // Userspace is the Mechanism of the in-process delay line (NewUserspace).

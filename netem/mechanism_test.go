@@ -65,6 +65,15 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("unknown name: %v", err)
 	}
 
+	// Named takes the candidate by name and never probes it.
+	probes = 0
+	if m, err := Named("netem", []Mechanism{user, first}); err != nil || m.Name() != "netem" || probes != 0 {
+		t.Fatalf("named netem: %v %v, probed %d times", m, err, probes)
+	}
+	if _, err := Named("tun", []Mechanism{netem, user}); err == nil || !strings.Contains(err.Error(), "unknown mechanism") {
+		t.Fatalf("named unknown: %v", err)
+	}
+
 	_, _, err = Select(ctx, Auto, []Mechanism{netem, htb})
 	if err == nil || !errors.Is(err, errNoNetem) || !strings.Contains(err.Error(), "CAP_NET_ADMIN") {
 		t.Fatalf("nothing passes: %v", err)

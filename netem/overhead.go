@@ -205,7 +205,7 @@ func probeOneWay(ctx context.Context, line *ptimer.Line, delay time.Duration, n 
 	c := cli.Wrap(raw, "probe")
 	setNoDelay(c)
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
-	rtts, err := rounds(c, 8, latencyWarmup, n)
+	rtts, err := rounds(c, 8, DefaultLatencyWarmup, n)
 	stop()
 	cerr := c.Close()
 	cancel()

@@ -31,12 +31,9 @@ const (
 // PingPongOptions sets how many round trips MeasurePingPong makes.
 type PingPongOptions struct {
 	LatencyRounds   int // 8-byte round trips (default DefaultLatencyRounds)
-	BandwidthRounds int // MsgSize round trips (default 10)
+	LatencyWarmup   int // unmeasured 8-byte round trips before them (default DefaultLatencyWarmup)
+	BandwidthRounds int // MsgSize round trips (default 10; negative: none, Bandwidth stays 0)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
-	// Warmup is the 8-byte round trips made before the measured ones
-	// (default 20): enough to settle a fresh connection on a short link,
-	// and a large share of the probe's time on a dilated one.
-	Warmup int
 }
 
 // DefaultLatencyRounds is PingPongOptions.LatencyRounds when not set.
@@ -46,14 +43,14 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 	if o.LatencyRounds <= 0 {
 		o.LatencyRounds = DefaultLatencyRounds
 	}
-	if o.BandwidthRounds <= 0 {
+	if o.LatencyWarmup <= 0 {
+		o.LatencyWarmup = DefaultLatencyWarmup
+	}
+	if o.BandwidthRounds == 0 {
 		o.BandwidthRounds = 10
 	}
 	if o.MsgSize <= 0 {
 		o.MsgSize = BandwidthMsgSize
-	}
-	if o.Warmup <= 0 {
-		o.Warmup = latencyWarmup
 	}
 	return o
 }
@@ -61,11 +58,15 @@ func (o PingPongOptions) withDefaults() PingPongOptions {
 // Expected is how long MeasurePingPong with o takes over a link of one-way
 // latency and bandwidth bytes/s (0: unlimited) when the link delivers
 // them: every round trip, warm-ups included, at two latencies plus, for
-// the bandwidth rounds, the message's time on the wire both ways.
+// the bandwidth rounds (none when negative), the message's time on the
+// wire both ways.
 func (o PingPongOptions) Expected(latency time.Duration, bandwidth float64) time.Duration {
 	o = o.withDefaults()
 	rtt := 2 * latency
-	d := time.Duration(o.Warmup+o.LatencyRounds) * rtt
+	d := time.Duration(o.LatencyWarmup+o.LatencyRounds) * rtt
+	if o.BandwidthRounds < 0 {
+		return d
+	}
 	wire := time.Duration(0)
 	if bandwidth > 0 {
 		wire = time.Duration(2 * float64(o.MsgSize) / bandwidth * float64(time.Second))
@@ -73,10 +74,11 @@ func (o PingPongOptions) Expected(latency time.Duration, bandwidth float64) time
 	return d + time.Duration(bandwidthWarmup+o.BandwidthRounds)*(rtt+wire)
 }
 
-// Warm-up rounds before each phase, not measured.
+// Warm-up round trips before each phase, not measured:
+// DefaultLatencyWarmup is PingPongOptions.LatencyWarmup when not set.
 const (
-	latencyWarmup   = 20
-	bandwidthWarmup = 2
+	DefaultLatencyWarmup = 20
+	bandwidthWarmup      = 2
 )
 
 // PingPongResult is what a ping-pong measured.
@@ -215,23 +217,25 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 		}
 		return fmt.Errorf("netem: ping-pong: %w", err)
 	}
-	lat, err := rounds(conn, 8, o.Warmup, o.LatencyRounds)
-	if err != nil {
-		return PingPongResult{}, wrap(err)
-	}
-	bw, err := rounds(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds)
+	lat, err := rounds(conn, 8, o.LatencyWarmup, o.LatencyRounds)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}
 	sortDur(lat)
-	sortDur(bw)
-	bwMed := median(bw)
 	r := PingPongResult{
 		Latency: median(lat) / 2,
 		RTTP50:  median(lat),
 		RTTP99:  lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)],
 	}
-	if bwMed > 0 {
+	if o.BandwidthRounds < 0 {
+		return r, nil
+	}
+	bw, err := rounds(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds)
+	if err != nil {
+		return PingPongResult{}, wrap(err)
+	}
+	sortDur(bw)
+	if bwMed := median(bw); bwMed > 0 {
 		r.Bandwidth = float64(o.MsgSize) / (bwMed.Seconds() / 2)
 	}
 	return r, nil

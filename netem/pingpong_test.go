@@ -135,6 +135,14 @@ func TestPingPongUnshaped(t *testing.T) {
 	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: 1, MsgSize: 64}); err != nil {
 		t.Fatal(err)
 	}
+	// Negative bandwidth rounds: latency only, and the connection still
+	// serves a whole measurement afterwards.
+	if r, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: -1}); err != nil || r.Latency <= 0 || r.Bandwidth != 0 {
+		t.Fatalf("latency only: %+v %v", r, err)
+	}
+	if r, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 5, BandwidthRounds: 1, MsgSize: 64}); err != nil || r.Bandwidth <= 0 {
+		t.Fatalf("after latency only: %+v %v", r, err)
+	}
 }
 
 func TestPingPongShapedBothWays(t *testing.T) {
@@ -277,7 +285,7 @@ func TestBestOf(t *testing.T) {
 // Expected counts every round trip, warm-ups included, and the message's
 // time on the wire both ways in the bandwidth rounds.
 func TestPingPongExpected(t *testing.T) {
-	o := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: 1000, Warmup: 2}
+	o := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: 1000, LatencyWarmup: 2}
 	// 12 x 2 ms, then (2 warm-ups + 2) x (2 ms + 2 x 1000 B at 1 MB/s).
 	if got, want := o.Expected(time.Millisecond, 1e6), 24*time.Millisecond+4*4*time.Millisecond; got != want {
 		t.Fatalf("expected %s, want %s", got, want)
@@ -285,7 +293,11 @@ func TestPingPongExpected(t *testing.T) {
 	if got, want := o.Expected(time.Millisecond, 0), 24*time.Millisecond+4*2*time.Millisecond; got != want {
 		t.Fatalf("unlimited bandwidth: expected %s, want %s", got, want)
 	}
-	if (PingPongOptions{}).Expected(time.Millisecond, 0) <= (PingPongOptions{Warmup: 1}).Expected(time.Millisecond, 0) {
+	if (PingPongOptions{}).Expected(time.Millisecond, 0) <= (PingPongOptions{LatencyWarmup: 1}).Expected(time.Millisecond, 0) {
 		t.Fatal("the default warm-up is not counted")
+	}
+	o.BandwidthRounds = -1
+	if got, want := o.Expected(time.Millisecond, 1e6), 24*time.Millisecond; got != want {
+		t.Fatalf("no bandwidth rounds: expected %s, want %s", got, want)
 	}
 }

@@ -135,7 +135,11 @@ type GridShape struct {
 	SelectOnly bool `protobuf:"varint,7,opt,name=select_only,json=selectOnly,proto3" json:"select_only,omitempty"`
 	// spin_ns is how long before a deadline the delay line stops sleeping
 	// and spins: 0 adapts it, negative never spins (kernel.HTB.Spin).
-	SpinNs        int64 `protobuf:"varint,8,opt,name=spin_ns,json=spinNs,proto3" json:"spin_ns,omitempty"`
+	SpinNs int64 `protobuf:"varint,8,opt,name=spin_ns,json=spinNs,proto3" json:"spin_ns,omitempty"`
+	// probed: mechanism (a name, not auto) passed its probe on another host
+	// of the grid; install it without probing it again (the probe, a
+	// scratch veth pair and its qdiscs, took 35-55 ms a host).
+	Probed        bool `protobuf:"varint,10,opt,name=probed,proto3" json:"probed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -217,6 +221,13 @@ func (x *GridShape) GetSpinNs() int64 {
 		return x.SpinNs
 	}
 	return 0
+}
+
+func (x *GridShape) GetProbed() bool {
+	if x != nil {
+		return x.Probed
+	}
+	return false
 }
 
 // GridOverheadPoint: with delay_ns added, the delay line costs overhead_ns
@@ -357,8 +368,9 @@ type GridPingPong struct {
 	DstCluster      string                 `protobuf:"bytes,1,opt,name=dst_cluster,json=dstCluster,proto3" json:"dst_cluster,omitempty"`
 	Addr            string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
 	LatencyRounds   int32                  `protobuf:"varint,3,opt,name=latency_rounds,json=latencyRounds,proto3" json:"latency_rounds,omitempty"`
-	BandwidthRounds int32                  `protobuf:"varint,4,opt,name=bandwidth_rounds,json=bandwidthRounds,proto3" json:"bandwidth_rounds,omitempty"`
+	BandwidthRounds int32                  `protobuf:"varint,4,opt,name=bandwidth_rounds,json=bandwidthRounds,proto3" json:"bandwidth_rounds,omitempty"` // negative: no bandwidth round trips
 	MsgSize         int32                  `protobuf:"varint,5,opt,name=msg_size,json=msgSize,proto3" json:"msg_size,omitempty"`
+	LatencyWarmup   int32                  `protobuf:"varint,6,opt,name=latency_warmup,json=latencyWarmup,proto3" json:"latency_warmup,omitempty"` // 0: netem's default
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -424,6 +436,13 @@ func (x *GridPingPong) GetBandwidthRounds() int32 {
 func (x *GridPingPong) GetMsgSize() int32 {
 	if x != nil {
 		return x.MsgSize
+	}
+	return 0
+}
+
+func (x *GridPingPong) GetLatencyWarmup() int32 {
+	if x != nil {
+		return x.LatencyWarmup
 	}
 	return 0
 }
@@ -911,12 +930,14 @@ func (x *GridReady) GetError() string {
 }
 
 // GridSetLink: launcher -> ctl of a node or cluster manager host, for a
-// degrade or restore fault: from now on the host's link towards
-// link.cluster is link (undilated: the host dilates it and applies its
-// shaping model as the initial shaping does), changed in place where the
-// mechanism allows. Replied with GridShaped: the link now in effect
-// towards that cluster, and in reason whether it changed in place or the
-// shaping was installed again (and why).
+// degrade or restore fault, or for the next probe delay of the delay
+// line's overhead curve: from now on the host's link towards link.cluster
+// is link (given as the installed plan was: undilated for the grid's plan,
+// which the host dilates, as it is after a GridShape with links; the host
+// applies its shaping model as the installation does), changed in place
+// where the mechanism allows. Replied with GridShaped: the link now in
+// effect towards that cluster, and in reason whether it changed in place
+// or the shaping was installed again (and why).
 type GridSetLink struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Link          *GridLink              `protobuf:"bytes,1,opt,name=link,proto3" json:"link,omitempty"`
@@ -1081,7 +1102,7 @@ const file_grid_proto_rawDesc = "" +
 	"\tbandwidth\x18\x03 \x01(\x01R\tbandwidth\x12\x1b\n" +
 	"\tjitter_ns\x18\x04 \x01(\x03R\bjitterNs\x12\x12\n" +
 	"\x04loss\x18\x05 \x01(\x01R\x04loss\x12 \n" +
-	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xa1\x02\n" +
+	"\vunavailable\x18\x06 \x01(\bR\vunavailable\"\xb9\x02\n" +
 	"\tGridShape\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12\x19\n" +
 	"\bfloor_ns\x18\x02 \x01(\x03R\afloorNs\x124\n" +
@@ -1091,7 +1112,9 @@ const file_grid_proto_rawDesc = "" +
 	"\x05links\x18\x06 \x03(\v2\x0f.koala.GridLinkR\x05links\x12\x1f\n" +
 	"\vselect_only\x18\a \x01(\bR\n" +
 	"selectOnly\x12\x17\n" +
-	"\aspin_ns\x18\b \x01(\x03R\x06spinNsJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\voverhead_nsR\foverhead0_ns\"O\n" +
+	"\aspin_ns\x18\b \x01(\x03R\x06spinNs\x12\x16\n" +
+	"\x06probed\x18\n" +
+	" \x01(\bR\x06probedJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\voverhead_nsR\foverhead0_ns\"O\n" +
 	"\x11GridOverheadPoint\x12\x19\n" +
 	"\bdelay_ns\x18\x01 \x01(\x03R\adelayNs\x12\x1f\n" +
 	"\voverhead_ns\x18\x02 \x01(\x03R\n" +
@@ -1102,14 +1125,15 @@ const file_grid_proto_rawDesc = "" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12-\n" +
 	"\teffective\x18\x04 \x03(\v2\x0f.koala.GridLinkR\teffective\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xb0\x01\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xd7\x01\n" +
 	"\fGridPingPong\x12\x1f\n" +
 	"\vdst_cluster\x18\x01 \x01(\tR\n" +
 	"dstCluster\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12%\n" +
 	"\x0elatency_rounds\x18\x03 \x01(\x05R\rlatencyRounds\x12)\n" +
 	"\x10bandwidth_rounds\x18\x04 \x01(\x05R\x0fbandwidthRounds\x12\x19\n" +
-	"\bmsg_size\x18\x05 \x01(\x05R\amsgSize\"\xa3\x01\n" +
+	"\bmsg_size\x18\x05 \x01(\x05R\amsgSize\x12%\n" +
+	"\x0elatency_warmup\x18\x06 \x01(\x05R\rlatencyWarmup\"\xa3\x01\n" +
 	"\x12GridPingPongResult\x12\x1d\n" +
 	"\n" +
 	"latency_ns\x18\x01 \x01(\x03R\tlatencyNs\x12\x1c\n" +

@@ -27,7 +27,9 @@
 //     membership), so a slow machine makes the start slow, not failed.
 //  4. Shaping: one node host selects the mechanism by probes
 //     (netem.Select), two measure the unshaped floor and, for htb, the
-//     delay line's own overhead at the delays the matrix needs; then every node and cluster-manager host
+//     delay line's own overhead at the delays the matrix needs (the line
+//     installed once at both ends, its delay changed in place for each
+//     probe with msg.GridSetLink); then every node and cluster-manager host
 //     installs its own egress shaping per destination cluster
 //     (netem/kernel) and reports what is in effect: the run's manifest.
 //  5. Activation, in dependency order: scheduler, information service,

@@ -77,10 +77,11 @@ type fakeMech struct {
 	reshape  bool
 	installs []netem.EgressPlan
 	changes  []netem.Link
+	probes   int
 }
 
 func (f *fakeMech) Name() string                { return f.name }
-func (f *fakeMech) Probe(context.Context) error { return nil }
+func (f *fakeMech) Probe(context.Context) error { f.probes++; return nil }
 func (f *fakeMech) Install(_ context.Context, p netem.EgressPlan, _ map[string][]netip.Prefix) (netem.Installed, error) {
 	f.installs = append(f.installs, p)
 	return &fakeInst{m: f, eff: p.To}, nil
@@ -138,6 +139,69 @@ func TestShaperSetLinkDilates(t *testing.T) {
 		if r := s.setLink(context.Background(), &msg.GridSetLink{Link: toGridLink("zz", half)}); r.Error == "" {
 			t.Error("a link to an unknown cluster was changed")
 		}
+	}
+}
+
+// Links given in the installation request (the delay line's overhead
+// probes) are installed as given, and a change of one is applied as given
+// too, in place or, when the mechanism cannot, by installing the changed
+// plan again undilated, with the mechanism the request selected.
+func TestShaperSetLinkKeepsGivenLinks(t *testing.T) {
+	g := &Grid{Spec: wiring.Spec{Dilation: 4}}
+	given := netem.Link{Latency: 30 * time.Microsecond}
+	for _, reshape := range []bool{false, true} {
+		f := &fakeMech{name: kernel.NameHTB, reshape: reshape}
+		var opts []MechanismOptions
+		s := newShaper("a1", "a", g, func(o MechanismOptions) []netem.Mechanism {
+			opts = append(opts, o)
+			return []netem.Mechanism{f}
+		})
+		r := s.shape(context.Background(), &msg.GridShape{Mechanism: kernel.NameHTB, DivertAll: true, Links: []*msg.GridLink{toGridLink("b", given)}})
+		if r.Error != "" || f.installs[0].To["b"] != given {
+			t.Fatalf("install %+v: %s", f.installs, r.Error)
+		}
+		probe := netem.Link{Latency: 5 * time.Millisecond}
+		if r := s.setLink(context.Background(), &msg.GridSetLink{Link: toGridLink("b", probe)}); r.Error != "" {
+			t.Fatalf("reshape %v: %s", reshape, r.Error)
+		}
+		switch {
+		case !reshape && (len(f.changes) != 1 || f.changes[0] != probe || len(f.installs) != 1):
+			t.Errorf("in place: changes %v installs %d, want one change to %+v", f.changes, len(f.installs), probe)
+		case reshape && (len(f.installs) != 2 || f.installs[1].To["b"] != probe):
+			t.Errorf("installed again: %+v, want b %+v undilated", f.installs, probe)
+		}
+		if len(opts) != 1 || !opts[0].DivertAll {
+			t.Errorf("mechanism options %+v: want one selection, diverting all", opts)
+		}
+	}
+}
+
+// A host told that the mechanism was probed elsewhere installs it without
+// probing; auto, a selection alone and an unprobed name still probe.
+func TestShaperProbedSkipsProbe(t *testing.T) {
+	g := &Grid{Spec: wiring.Spec{Dilation: 1}}
+	link := []*msg.GridLink{toGridLink("b", netem.Link{Latency: time.Millisecond})}
+	for _, c := range []struct {
+		req    *msg.GridShape
+		probes int
+	}{
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, Links: link}, 0},
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Links: link}, 1},
+		{&msg.GridShape{Mechanism: netem.Auto, Probed: true, Links: link}, 1},
+		{&msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, SelectOnly: true}, 1},
+	} {
+		f := &fakeMech{name: kernel.NameHTB}
+		s := newShaper("a1", "a", g, func(MechanismOptions) []netem.Mechanism { return []netem.Mechanism{f} })
+		if r := s.shape(context.Background(), c.req); r.Error != "" || r.Mechanism != kernel.NameHTB {
+			t.Fatalf("%+v: %+v", c.req, r)
+		}
+		if f.probes != c.probes {
+			t.Errorf("%+v: probed %d times, want %d", c.req, f.probes, c.probes)
+		}
+	}
+	s := newShaper("a1", "a", g, func(MechanismOptions) []netem.Mechanism { return []netem.Mechanism{&fakeMech{name: "userspace"}} })
+	if r := s.shape(context.Background(), &msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, Links: link}); r.Error == "" {
+		t.Error("a probed mechanism the host does not have was installed")
 	}
 }
 

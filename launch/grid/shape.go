@@ -48,7 +48,8 @@ func (l *launcher) pingPong(ctx context.Context, a, b membership.Member, pp nete
 		return netem.PingPongResult{}, err
 	}
 	res, err := askFor[*msg.GridPingPongResult](ctx, l, a, &msg.GridPingPong{DstCluster: b.Cluster, Addr: addr,
-		LatencyRounds: int32(pp.LatencyRounds), BandwidthRounds: int32(pp.BandwidthRounds), MsgSize: int32(pp.MsgSize)}, 90*time.Second)
+		LatencyRounds: int32(pp.LatencyRounds), LatencyWarmup: int32(pp.LatencyWarmup), BandwidthRounds: int32(pp.BandwidthRounds),
+		MsgSize: int32(pp.MsgSize)}, 90*time.Second)
 	if err != nil {
 		return netem.PingPongResult{}, err
 	}
@@ -93,10 +94,8 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 		return info, fmt.Errorf("grid: shaping: %w", err)
 	}
 	info.Mechanism, info.Reason = sel.Mechanism, sel.Reason
-	for _, m := range []membership.Member{a, b} {
-		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
-			return info, fmt.Errorf("grid: shaping: %w", err)
-		}
+	if err := l.unshape(ctx, a, b); err != nil {
+		return info, err
 	}
 	base, err := l.quietest(ctx, a, b, pp)
 	if err != nil {
@@ -106,32 +105,58 @@ func (l *launcher) model(ctx context.Context, want string, spin time.Duration, a
 	if info.Mechanism != kernel.NameHTB {
 		return info, nil
 	}
-	// The delay line's own cost: both ends divert to it with no delay, then
-	// delay by each probe delay (kernel.Model.Overhead).
-	probes := kernel.OverheadProbes(max(maxLatency-info.Floor, 0))
-	info.Overhead, err = netem.MeasureCurve(probes, kernel.OverheadPasses, func(delay time.Duration) (time.Duration, error) {
-		for _, x := range [][2]membership.Member{{a, b}, {b, a}} {
-			req := &msg.GridShape{Mechanism: kernel.NameHTB, FloorNs: int64(info.Floor), DivertAll: delay == 0, SpinNs: int64(spin),
-				Links: []*msg.GridLink{{Cluster: x[1].Cluster, LatencyNs: int64(info.Floor + delay)}}}
-			if _, err := l.shapeHost(ctx, x[0], req); err != nil {
-				return 0, fmt.Errorf("grid: delay line overhead at %v: %w", delay, err)
-			}
+	if info.Overhead, err = l.overhead(ctx, info.Floor, spin, a, b, pp, kernel.OverheadProbes(max(maxLatency-info.Floor, 0))); err != nil {
+		return info, err
+	}
+	return info, l.unshape(ctx, a, b)
+}
+
+// unshape removes the shaping of the hosts ms, one after the other.
+func (l *launcher) unshape(ctx context.Context, ms ...membership.Member) error {
+	for _, m := range ms {
+		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
+			return fmt.Errorf("grid: shaping: %w", err)
+		}
+	}
+	return nil
+}
+
+// overhead measures the delay line's own cost between hosts a and b at the
+// probe delays (increasing; kernel.Model.Overhead): both ends divert all
+// their traffic to each other through the line, installed once at the
+// first probe delay without probing the mechanism again, as the run's
+// hosts install it; every later probe changes the line's delay in place
+// (GridSetLink; a host that cannot installs the whole shaping again, as it
+// does for a fault). A line changed in place costs what one freshly
+// installed at that delay costs (measured on netns, docs/docker-netns.md),
+// and the model phase no longer installs the shaping twice per probe.
+func (l *launcher) overhead(ctx context.Context, floor, spin time.Duration, a, b membership.Member, pp netem.PingPongOptions,
+	probes []time.Duration) (netem.Overhead, error) {
+	peer := map[string]string{a.Name: b.Cluster, b.Name: a.Cluster}
+	link := func(m membership.Member, delay time.Duration) *msg.GridLink {
+		return &msg.GridLink{Cluster: peer[m.Name], LatencyNs: int64(floor + delay)}
+	}
+	ends := []membership.Member{a, b}
+	replies, err := l.askAll(ctx, ends, func(m membership.Member) interface{} {
+		return &msg.GridShape{Mechanism: kernel.NameHTB, Probed: true, FloorNs: int64(floor), DivertAll: true, SpinNs: int64(spin),
+			Links: []*msg.GridLink{link(m, probes[0])}}
+	}, 2*time.Minute, len(ends))
+	if err := errors.Join(err, ackError(replies)); err != nil {
+		return nil, fmt.Errorf("grid: delay line overhead: %w", err)
+	}
+	return netem.MeasureCurve(probes, kernel.OverheadPasses, func(delay time.Duration) (time.Duration, error) {
+		replies, err := l.askAll(ctx, ends, func(m membership.Member) interface{} {
+			return &msg.GridSetLink{Link: link(m, delay)}
+		}, 2*time.Minute, len(ends))
+		if err := errors.Join(err, ackError(replies)); err != nil {
+			return 0, fmt.Errorf("grid: delay line overhead at %v: %w", delay, err)
 		}
 		res, err := l.pingPong(ctx, a, b, kernel.OverheadProbeOptions(pp, delay))
 		if err != nil {
 			return 0, fmt.Errorf("grid: delay line overhead at %v: %w", delay, err)
 		}
-		return res.Latency - info.Floor - delay, nil
+		return res.Latency - floor - delay, nil
 	})
-	if err != nil {
-		return info, err
-	}
-	for _, m := range []membership.Member{a, b} {
-		if _, err := l.shapeHost(ctx, m, &msg.GridShape{Mechanism: MechanismNone}); err != nil {
-			return info, fmt.Errorf("grid: shaping: %w", err)
-		}
-	}
-	return info, nil
 }
 
 // quietest measures each figure of the model netem.QuietRounds times and
@@ -142,9 +167,9 @@ func (l *launcher) quietest(ctx context.Context, a, b membership.Member, pp nete
 
 // shapeAll installs the mechanism of info with its model on every host of
 // hs and records what each reports in effect. Every host must end up with
-// the same mechanism.
+// the same mechanism; none probes it again (the model's host did).
 func (l *launcher) shapeAll(ctx context.Context, info *ShapeInfo, hs []membership.Member) error {
-	req := &msg.GridShape{Mechanism: info.Mechanism, FloorNs: int64(info.Floor), Overhead: toGridOverhead(info.Overhead),
+	req := &msg.GridShape{Mechanism: info.Mechanism, Probed: true, FloorNs: int64(info.Floor), Overhead: toGridOverhead(info.Overhead),
 		SpinNs: int64(info.Spin)}
 	replies, err := l.askAll(ctx, hs, func(membership.Member) interface{} { return req }, 2*time.Minute, 16)
 	info.Effective = map[string]map[string]netem.Link{}

@@ -93,11 +93,14 @@ type shaper struct {
 	mu   sync.Mutex
 	inst netem.Installed
 	mech string
-	// impl and plan are the installed mechanism and its plan, undilated
-	// (SetLink changes it and installs it again when it must).
-	impl netem.Mechanism
-	plan netem.EgressPlan
-	cut  bool // InstallCut in effect
+	// impl and plan are the installed mechanism and its plan, undilated,
+	// and dilation is what the plan was installed with: the run's for the
+	// grid's plan, 1 for links given in the request (SetLink changes the
+	// plan and installs it again when it must).
+	impl     netem.Mechanism
+	plan     netem.EgressPlan
+	dilation float64
+	cut      bool // InstallCut in effect
 }
 
 func newShaper(name, cluster string, g *Grid, c Candidates) *shaper {
@@ -134,7 +137,7 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 	}
 	model := kernel.Model{Floor: time.Duration(req.FloorNs), Overhead: fromGridOverhead(req.Overhead)}
 	d := s.grid.Dilation
-	mech, reason, err := netem.Select(ctx, req.Mechanism, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
+	mech, reason, err := selectMech(ctx, req, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
 		Dilation: d, Spin: time.Duration(req.SpinNs)}))
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", s.name, err))
@@ -169,6 +172,20 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 	return reply
 }
 
+// selectMech selects the mechanism of a GridShape among the candidates: by
+// probes (netem.Select), or by name alone when another host probed it
+// (req.Probed).
+func selectMech(ctx context.Context, req *msg.GridShape, cands []netem.Mechanism) (netem.Mechanism, string, error) {
+	if !req.Probed || req.Mechanism == netem.Auto || req.SelectOnly {
+		return netem.Select(ctx, req.Mechanism, cands)
+	}
+	m, err := netem.Named(req.Mechanism, cands)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, req.Mechanism + ": probed on another host of the grid", nil
+}
+
 // dilated is plan as mechanism mech installs it: a kernel mechanism gets
 // its links dilated, the userspace shaper dilates them itself.
 func dilated(mech string, plan netem.EgressPlan, dilation float64) netem.EgressPlan {
@@ -194,7 +211,7 @@ func (s *shaper) installLocked(ctx context.Context, mech netem.Mechanism, plan n
 	if err != nil {
 		return fmt.Errorf("%s: install %s: %w", s.name, mech.Name(), err)
 	}
-	s.inst, s.mech, s.impl, s.plan = inst, mech.Name(), mech, plan
+	s.inst, s.mech, s.impl, s.plan, s.dilation = inst, mech.Name(), mech, plan, dilation
 	s.egress.set(inst)
 	return nil
 }
@@ -259,7 +276,8 @@ func (s *shaper) lineStats(req *msg.GridLineStats) *msg.GridLineStatsResult {
 func (s *shaper) pingPong(ctx context.Context, req *msg.GridPingPong) *msg.GridPingPongResult {
 	out := &msg.GridPingPongResult{}
 	res, err := measure(ctx, &s.egress, s.cluster, req.DstCluster, req.Addr, netem.PingPongOptions{
-		LatencyRounds: int(req.LatencyRounds), BandwidthRounds: int(req.BandwidthRounds), MsgSize: int(req.MsgSize)})
+		LatencyRounds: int(req.LatencyRounds), LatencyWarmup: int(req.LatencyWarmup), BandwidthRounds: int(req.BandwidthRounds),
+		MsgSize: int(req.MsgSize)})
 	if err != nil {
 		out.Error = fmt.Sprintf("%s -> %s (%s): %v", s.name, req.DstCluster, req.Addr, err)
 		return out

@@ -23,12 +23,14 @@ type linkSetter interface {
 }
 
 // setLink handles a GridSetLink: the link towards one cluster becomes
-// req.Link (undilated). A kernel mechanism gets it dilated by the run's
-// dilation and shapes it with the model the host installed with (floor,
-// delay line overhead, MTU), as the initial shaping; it changes the HTB
-// class and the delay line's delay in place, and only a change the
-// installation cannot make in place (kernel.ErrReshape) installs the
-// whole plan again. The reply carries the link now in effect.
+// req.Link, given as the installed plan was (undilated for the grid's
+// plan, as it is for links the installation request gave). A kernel
+// mechanism gets it dilated as the installed plan was and shapes it with
+// the model the host installed with (floor, delay line overhead, MTU); it
+// changes the HTB class and the delay line's delay in place, and only a
+// change the installation cannot make in place (kernel.ErrReshape)
+// installs the whole plan again, with the same mechanism and dilation.
+// The reply carries the link now in effect.
 func (s *shaper) setLink(ctx context.Context, req *msg.GridSetLink) *msg.GridShaped {
 	reply := &msg.GridShaped{Host: s.name}
 	if req.Link == nil {
@@ -51,14 +53,14 @@ func (s *shaper) setLink(ctx context.Context, req *msg.GridSetLink) *msg.GridSha
 	var err error
 	ls, inPlace := s.inst.(linkSetter)
 	if inPlace {
-		err = ls.SetLink(dst, dilated(s.mech, netem.EgressPlan{To: map[string]netem.Link{dst: l}}, s.grid.Dilation).To[dst])
+		err = ls.SetLink(dst, dilated(s.mech, netem.EgressPlan{To: map[string]netem.Link{dst: l}}, s.dilation).To[dst])
 	}
 	if !inPlace || errors.Is(err, kernel.ErrReshape) {
 		reply.Reason = fmt.Sprintf("installed again: %s cannot change it in place", s.mech)
 		if err != nil {
 			reply.Reason = "installed again: " + err.Error()
 		}
-		err = s.installLocked(ctx, s.impl, s.plan, s.grid.Dilation)
+		err = s.installLocked(ctx, s.impl, s.plan, s.dilation)
 	}
 	if err != nil {
 		reply.Error = fmt.Sprintf("%s: link to %s: %v", s.name, dst, err)

@@ -143,7 +143,11 @@ func readLine(r io.Reader, max int) (string, error) {
 // wide-area link (1 ms x 1000) makes each round trip 2 s of wall time, so
 // the counts stay small (see Spec.ProbeTimeouts for the time they take).
 func probeOptions(bwBytes int) netem.PingPongOptions {
-	return netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes, Warmup: 2}
+	o := netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes, LatencyWarmup: 2}
+	if bwBytes <= 0 {
+		o.BandwidthRounds = -1 // latency only
+	}
+	return o
 }
 
 // minProbeWait is the least time a probe, or the first probe round, is

@@ -238,8 +238,8 @@ func TestPrefixMask(t *testing.T) {
 func TestOverheadProbes(t *testing.T) {
 	ms := time.Millisecond
 	p := OverheadProbes(4600 * time.Microsecond)
-	if p[0] != 0 || p[len(p)-1] != 5*ms {
-		t.Errorf("probes %v: want from 0 to the first step at or beyond 4.6ms (5ms)", p)
+	if p[0] != 0 || p[len(p)-1] != 4600*time.Microsecond || p[len(p)-2] != 2*ms {
+		t.Errorf("probes %v: want the steps from 0 below 4.6ms, then 4.6ms", p)
 	}
 	for i := 1; i < len(p); i++ {
 		if p[i] <= p[i-1] {
@@ -249,12 +249,16 @@ func TestOverheadProbes(t *testing.T) {
 	if p := OverheadProbes(0); len(p) != 1 || p[0] != 0 {
 		t.Errorf("probes for no delay %v, want [0]", p)
 	}
+	if p := OverheadProbes(5 * ms); len(p) != 8 || p[len(p)-1] != 5*ms || p[len(p)-2] != 2*ms {
+		t.Errorf("probes up to a step %v, want it once, last", p)
+	}
 	if p := OverheadProbes(time.Hour); p[len(p)-1] != overheadProbeSteps[len(overheadProbeSteps)-1] {
 		t.Errorf("probes %v, want every step", p)
 	}
 	// Long probes measure fewer round trips, short ones all, never fewer
-	// than 50 below 5 ms and 12 from there on (unless asked for fewer).
-	if o := OverheadProbeOptions(netem.PingPongOptions{}, 0); o.LatencyRounds != netem.DefaultLatencyRounds || o.BandwidthRounds != 1 {
+	// than 50 below 5 ms and 12 from there on (unless asked for fewer); none
+	// measures bandwidth.
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 0); o.LatencyRounds != netem.DefaultLatencyRounds || o.BandwidthRounds >= 0 {
 		t.Errorf("at zero delay %+v", o)
 	}
 	if o := OverheadProbeOptions(netem.PingPongOptions{}, 2*ms); o.LatencyRounds >= netem.DefaultLatencyRounds || o.LatencyRounds < 50 {
@@ -263,8 +267,17 @@ func TestOverheadProbes(t *testing.T) {
 	if o := OverheadProbeOptions(netem.PingPongOptions{}, 5*ms); o.LatencyRounds != 30 {
 		t.Errorf("at 5ms %+v, want 30 rounds (300 ms of probe)", o)
 	}
-	if o := OverheadProbeOptions(netem.PingPongOptions{}, 50*ms); o.LatencyRounds != 12 {
-		t.Errorf("at 50ms %+v, want the least, 12 rounds", o)
+	if o := OverheadProbeOptions(netem.PingPongOptions{}, 50*ms); o.LatencyRounds != 12 || o.LatencyWarmup != 3 {
+		t.Errorf("at 50ms %+v, want the least, 12 rounds after 3 warm-ups", o)
+	}
+	// Warm-ups: the default up to 2.5 ms, about 100 ms of them beyond.
+	for d, want := range map[time.Duration]int{0: netem.DefaultLatencyWarmup, 2 * ms: netem.DefaultLatencyWarmup, 5 * ms: 10, 10 * ms: 5, 20 * ms: 3} {
+		if o := OverheadProbeOptions(netem.PingPongOptions{}, d); o.LatencyWarmup != want {
+			t.Errorf("at %v %d warm-ups, want %d", d, o.LatencyWarmup, want)
+		}
+	}
+	if o := OverheadProbeOptions(netem.PingPongOptions{LatencyWarmup: 4}, 5*ms); o.LatencyWarmup != 4 {
+		t.Errorf("asked for 4 warm-ups, got %+v", o)
 	}
 	if o := OverheadProbeOptions(netem.PingPongOptions{LatencyRounds: 20}, 5*ms); o.LatencyRounds != 20 {
 		t.Errorf("asked for 20 rounds, got %+v", o)
