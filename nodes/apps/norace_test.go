@@ -1,5 +1,0 @@
-//go:build !race
-
-package apps
-
-const raceOn = false

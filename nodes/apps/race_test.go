@@ -1,6 +1,0 @@
-//go:build race
-
-package apps
-
-// raceOn: the race detector slows packing and the shaper several times.
-const raceOn = true
