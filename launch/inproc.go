@@ -28,6 +28,7 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	if err != nil {
 		return nil, err
 	}
+	defer inprocGC()()
 	var undo wiring.Undo
 	defer func() { err = errors.Join(err, undo.Run()) }()
 	r, err := newInprocRun(plan, opts.WithDefaults(), &undo)
