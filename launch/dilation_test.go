@@ -148,3 +148,20 @@ func TestSnapIterations(t *testing.T) {
 		}
 	}
 }
+
+// A fixed job's expected time follows the slowest link among its clusters,
+// its own network included: wave on one cluster whose network is slower
+// than the reference (1 ms one way) is expected to take longer than its
+// nominal time, and as long as when it spans that cluster and another.
+func TestExpectedOnASlowCluster(t *testing.T) {
+	p := demandPlan()
+	p.Links.Links[1][1] = netem.Link{Latency: time.Millisecond}
+	one := scenarios.Job{App: "wave", Size: 32, Components: []scenarios.Component{{Cluster: "b", Size: 32}}}
+	two := scenarios.Job{App: "wave", Size: 32, Components: []scenarios.Component{{Cluster: "a", Size: 16}, {Cluster: "b", Size: 16}}}
+	if e, n := expected(p, one), waveNominal(); e < 2*n {
+		t.Fatalf("wave on a 1 ms cluster expected %s, nominal %s", e, n)
+	}
+	if e1, e2 := expected(p, one), expected(p, two); e1 != e2 {
+		t.Fatalf("expected %s on the slow cluster, %s across both", e1, e2)
+	}
+}
