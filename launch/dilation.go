@@ -37,6 +37,7 @@ const MinIterations = 20
 // A run prepared once (opts.Dilation set) is not prepared again.
 func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Options) (Options, error) {
 	opts = opts.WithDefaults()
+	opts.Drain = drainFor(plan, opts.Drain)
 	if opts.Dilation != nil && !plan.DilationAuto {
 		return opts, nil
 	}
@@ -166,12 +167,28 @@ func minLatency(plan *scenarios.Plan) time.Duration {
 // duration, or its last submission, plus the longest job.
 func span(plan *scenarios.Plan) time.Duration {
 	end := plan.Duration
-	var longest time.Duration
 	for _, j := range plan.Jobs {
 		end = max(end, j.Submit)
+	}
+	return end + longestJob(plan)
+}
+
+// longestJob is the longest expected execution time of plan's jobs.
+func longestJob(plan *scenarios.Plan) time.Duration {
+	var longest time.Duration
+	for _, j := range plan.Jobs {
 		longest = max(longest, expected(plan, j))
 	}
-	return end + longest
+	return longest
+}
+
+// drainFor is how long, in scenario time after the workload ends, a run
+// of plan waits for its last jobs: the default (wiring.DefaultDrain), or
+// three times the longest job's expected time when that is longer (an
+// all-gather over four clusters with GbE among them takes more than 4
+// hours of scenario time).
+func drainFor(plan *scenarios.Plan, drain time.Duration) time.Duration {
+	return max(drain, 3*longestJob(plan))
 }
 
 // expected is a job's expected execution time: its single-cluster time

@@ -165,3 +165,15 @@ func TestExpectedOnASlowCluster(t *testing.T) {
 		t.Fatalf("expected %s on the slow cluster, %s across both", e1, e2)
 	}
 }
+
+// A run waits for its last jobs at least the default drain, and three times
+// the longest job's expected time when that is longer.
+func TestDrainFor(t *testing.T) {
+	p := demandPlan(scenarios.Job{App: "wave", Size: 32})
+	if got := drainFor(p, 4*time.Hour); got != 4*time.Hour {
+		t.Fatalf("wave's %s: drain %s, want the default", waveNominal(), got)
+	}
+	if got, want := drainFor(p, time.Minute), 3*waveNominal(); got != want {
+		t.Fatalf("drain %s, want %s", got, want)
+	}
+}

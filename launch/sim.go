@@ -84,6 +84,7 @@ func RunSim(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Resul
 	p.Dilation, p.TimeScale, p.DilationAuto, p.WallBudget = 1, 1, false, 0
 	plan = &p
 	opts = opts.WithDefaults()
+	opts.Drain = drainFor(plan, opts.Drain)
 	opts.Dilation = &fidelity.Choice{Dilation: 1, Reason: "sim backend: nothing real runs, so nothing is dilated"}
 	var undo wiring.Undo
 	defer func() { err = errors.Join(err, undo.Run()) }()
