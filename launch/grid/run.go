@@ -140,12 +140,15 @@ type gridRun struct {
 	info    ShapeInfo
 	shaped  time.Duration
 	ready   time.Duration
+	// probeWait bounds the first probe round (wiring.Spec.ProbeTimeouts).
+	probeWait time.Duration
 }
 
 // up starts the launcher (network, actor system, membership), spawns the
 // recorder and starts every host.
 func (r *gridRun) up(ctx context.Context, undo *wiring.Undo, rs *wiring.Results) error {
 	g := GridFromPlan(r.plan, r.opts.ProbeBytes)
+	_, r.probeWait = g.Spec.ProbeTimeouts()
 	r.hosts = hostsOf(g)
 	if hp, ok := r.plat.(hostPlanner); ok {
 		hp.planHosts(r.hosts)
@@ -225,9 +228,7 @@ func (r *gridRun) activate(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprint(r.opts.Progress, r.backend+": scheduler, information service, runner sites and cluster managers active; probing links...\n")
-	spec := wiring.SpecFromPlan(r.plan, r.opts.ProbeBytes)
-	_, wait := spec.ProbeTimeouts()
-	if err := wiring.AwaitProbes(ctx, r.l.ready, wait); err != nil {
+	if err := wiring.AwaitProbes(ctx, r.l.ready, r.probeWait); err != nil {
 		return err
 	}
 	r.ready = time.Since(r.began)

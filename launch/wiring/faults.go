@@ -32,8 +32,9 @@ type FaultApplier interface {
 	SetLink(a, b string, l netem.Link) error
 	// Load gives each node its loading programs (load and unload faults):
 	// the absolute count on the node, every load on it added up (0:
-	// none). The node actor gets it as LoadNode sends it; a node the
-	// timeline killed is left alone.
+	// none). The node actor gets it as a msg.NodeLoad (on inproc through
+	// its cluster manager, on the grid through LoadNode on its host); a
+	// node the timeline killed is left alone.
 	Load(loads []NodePrograms) error
 }
 
