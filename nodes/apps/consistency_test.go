@@ -103,3 +103,27 @@ func TestPrimeTrafficIsItsFinalBurst(t *testing.T) {
 		t.Fatalf("prime on 32 nodes: %+v (rates %g msgs/s, %g B/s)", tr, m, b)
 	}
 }
+
+// Prime's real test is a witness, not its computation: at its default
+// limit the trial divisions of a whole job stay a small, fixed quantity
+// (they cost the host's CPU, undilated, at every time scale), and the
+// witness still checks a count the ranks cannot agree on by accident.
+func TestPrimeWitnessIsSmall(t *testing.T) {
+	limit := int64(Prime{}.Args()["limit"])
+	divisions := 0
+	for m := int64(3); m <= limit; m += 2 {
+		for d := int64(3); d*d <= m; d += 2 {
+			divisions++
+			if m%d == 0 {
+				break
+			}
+		}
+	}
+	// About 0.1 M at 10^4; 10^6 was 40 M, 0.3 s of CPU per job.
+	if divisions > 1_000_000 {
+		t.Errorf("a job's witness makes %d trial divisions at limit %d, want at most 10^6", divisions, limit)
+	}
+	if limit < 1000 {
+		t.Errorf("limit %d: too few primes for the reduction to witness anything", limit)
+	}
+}
