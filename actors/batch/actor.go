@@ -56,6 +56,7 @@ type manager struct {
 	// the planner's inputs, reused (runningJobs, queuedJobs)
 	runBuf   []policy.Running
 	queueBuf []policy.Queued
+	plan     policy.Plan // the last plan, the next one's start
 }
 
 // Props returns the props of a batch cluster manager. The configuration is
