@@ -216,8 +216,9 @@ func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimClus
 		return nil, err
 	}
 	out := make([]string, len(jobs))
+	var ids []int
 	for i, m := range held {
-		var ids []int
+		ids = ids[:0]
 		for c, l := range m {
 			for _, id := range l {
 				ids = append(ids, offset[c]+id)
@@ -274,10 +275,15 @@ func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held 
 			}
 			continue
 		}
-		held[e.job] = map[string][]int{}
+		h := make(map[string][]int, len(comps[e.job]))
 		for _, comp := range comps[e.job] {
-			held[e.job][comp.cluster] = append(held[e.job][comp.cluster], batsimTake(used, comp)...)
+			if got := batsimTake(used, comp); h[comp.cluster] == nil {
+				h[comp.cluster] = got
+			} else {
+				h[comp.cluster] = append(h[comp.cluster], got...)
+			}
 		}
+		held[e.job] = h
 	}
 	peak = map[string]int{}
 	for c, u := range used {
@@ -291,7 +297,7 @@ func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held 
 // free, and returns their local numbers.
 func batsimTake(used map[string][]bool, comp batsimComponent) []int {
 	u := used[comp.cluster]
-	var got []int
+	got := make([]int, 0, comp.nodes)
 	for id := 0; len(got) < comp.nodes; id++ {
 		if id == len(u) {
 			u = append(u, false)
