@@ -108,7 +108,7 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 		return nil, 0, false, false
 	}
 	k := p.prof.index(now)
-	prof = &profile{capacity: capacity, steps: make([]step, len(p.prof.steps)-k, len(p.prof.steps)-k+2*(len(queue)+2))}
+	prof = &profile{capacity: capacity, steps: make([]step, len(p.prof.steps)-k, len(p.prof.steps)-k+8)}
 	copy(prof.steps, p.prof.steps[k:])
 	prof.steps[0].at = now
 	// The running jobs still running, in order; the others release their
