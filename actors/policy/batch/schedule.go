@@ -192,29 +192,30 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 		starts[i] = delta{s, -q.Procs}
 		ends = append(ends, delta{s + q.Walltime, q.Procs})
 	}
+	var placed []bool // nil: every hold is placed
 	prof, least := profileOfDeltas(now, capacity, free, starts, ends)
 	if least >= 0 {
 		for i, q := range held {
 			s := max(q.Reserved, now)
 			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
 		}
-		return prof, settle(backfill, now, prof, held, res, nil)
-	}
-	placed := make([]bool, len(held))
-	free, ends = runningFree(buf[:0], now, capacity, running)
-	prof, _ = profileOfDeltas(now, capacity, free, nil, ends)
-	for i, q := range held {
-		s := max(q.Reserved, now)
-		res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
-		if prof.minFree(s, s+q.Walltime) >= q.Procs {
-			prof.add(s, s+q.Walltime, -q.Procs)
-			placed[i] = true
-		} else {
-			res[i].Broken = true
+	} else {
+		placed = make([]bool, len(held))
+		free, ends := runningFree(buf[:0], now, capacity, running)
+		prof, _ = profileOfDeltas(now, capacity, free, nil, ends)
+		for i, q := range held {
+			s := max(q.Reserved, now)
+			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
+			if prof.minFree(s, s+q.Walltime) >= q.Procs {
+				prof.add(s, s+q.Walltime, -q.Procs)
+				placed[i] = true
+			} else {
+				res[i].Broken = true
+			}
 		}
 	}
-	settle(backfill, now, prof, held, res, placed)
-	return prof, false
+	settled := settle(backfill, now, prof, held, res, placed)
+	return prof, settled && placed == nil
 }
 
 // settle runs compression passes over the held jobs booked on prof (all of
