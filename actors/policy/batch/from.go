@@ -15,8 +15,10 @@ type Incremental interface {
 	// started now run since prev's instant, every other queued job holds
 	// its reservation of prev, queued jobs were cancelled, new jobs joined
 	// the tail), the schedule starts from prev's profile instead of being
-	// rebuilt. prev is only read.
-	ScheduleFrom(prev Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error)
+	// rebuilt. prev is only read. spare is a plan the caller will not read
+	// again (the one before prev), or the zero Plan: the new plan may be
+	// made in its memory; its content makes no difference to the plan.
+	ScheduleFrom(prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error)
 }
 
 // Compile-time checks that both policies plan incrementally.
@@ -26,23 +28,23 @@ var (
 )
 
 // ScheduleFrom is p.ScheduleFrom when p is Incremental, else p.Schedule.
-func ScheduleFrom(p Policy, prev Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+func ScheduleFrom(p Policy, prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
 	if ip, ok := p.(Incremental); ok {
-		return ip.ScheduleFrom(prev, now, capacity, running, queue)
+		return ip.ScheduleFrom(prev, spare, now, capacity, running, queue)
 	}
 	return p.Schedule(now, capacity, running, queue)
 }
 
 // ScheduleFrom plans the queue first come, first served from prev
 // (Incremental).
-func (FCFS) ScheduleFrom(prev Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
-	return scheduleFrom(false, prev, now, capacity, running, queue)
+func (FCFS) ScheduleFrom(prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	return scheduleFrom(false, prev, spare, now, capacity, running, queue)
 }
 
 // ScheduleFrom plans the queue with conservative backfilling from prev
 // (Incremental).
-func (CBF) ScheduleFrom(prev Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
-	return scheduleFrom(true, prev, now, capacity, running, queue)
+func (CBF) ScheduleFrom(prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	return scheduleFrom(true, prev, spare, now, capacity, running, queue)
 }
 
 // inputs is what a settled plan leaves behind for the next one
@@ -61,12 +63,32 @@ type inputs struct {
 // by a scan; more than that go through Schedule's check.
 const maxNew = 16
 
-func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queued, p Plan) *inputs {
-	in := &inputs{backfill: backfill, now: now, running: make([]Running, len(running), len(running)+len(p.Start)),
-		procs: make([]int, len(queue))}
-	copy(in.running, running)
+// buffers is the memory a plan is made in: a spare plan's (Plan.spare), or
+// none (every field nil: all made afresh).
+type buffers struct {
+	res   []Reservation
+	prof  *profile
+	from  *inputs
+	start []string
+}
+
+// spare returns p's memory for a plan made from prev, or none when p and
+// prev share any of it (the same plan twice).
+func (p Plan) spare(prev Plan) buffers {
+	if p.prof == nil || p.prof == prev.prof || p.from == prev.from ||
+		(cap(p.Reservations) > 0 && cap(prev.Reservations) > 0 && &p.Reservations[:1][0] == &prev.Reservations[:1][0]) {
+		return buffers{}
+	}
+	return buffers{res: p.Reservations, prof: p.prof, from: p.from, start: p.Start}
+}
+
+func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queued, p Plan, in *inputs) *inputs {
+	if in == nil {
+		in = &inputs{}
+	}
+	*in = inputs{backfill: backfill, now: now, running: append(in.running[:0], running...), procs: in.procs[:0]}
 	for i, q := range queue {
-		in.procs[i] = q.Procs
+		in.procs = append(in.procs, q.Procs)
 		if r := p.Reservations[i]; r.Start == now {
 			in.running = append(in.running, Running{ID: q.ID, Procs: q.Procs, Start: now, Walltime: q.Walltime})
 		}
@@ -80,12 +102,17 @@ func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queue
 // the others allowed, and neither the profile from now on nor a job's
 // lower bound has changed but for the later now. Otherwise they are
 // compressed as schedule would, from the same profile and reservations.
-func scheduleFrom(backfill bool, prev Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
-	prof, held, freed, ok := prev.follow(backfill, now, capacity, running, queue)
+func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
+	buf := spare.spare(prev)
+	prof, held, freed, ok := prev.follow(backfill, now, capacity, running, queue, buf.prof)
 	if !ok {
 		return schedule(backfill, now, capacity, running, queue)
 	}
-	res := make([]Reservation, len(queue))
+	res := buf.res[:0]
+	if res == nil || cap(res) < len(queue) {
+		res = make([]Reservation, len(queue))
+	}
+	res = res[:len(queue)]
 	for i, q := range queue[:held] {
 		res[i] = Reservation{ID: q.ID, Start: q.Reserved, End: q.Reserved + q.Walltime}
 	}
@@ -93,7 +120,7 @@ func scheduleFrom(backfill bool, prev Plan, now time.Duration, capacity int, run
 	if freed {
 		settled = settle(backfill, now, prof, queue[:held], res, nil)
 	}
-	return plan(backfill, now, running, queue, held, res, prof, settled), nil
+	return plan(backfill, now, running, queue, held, res, prof, settled, buf), nil
 }
 
 // follow checks that the inputs follow from plan p as a cluster changes
@@ -101,15 +128,19 @@ func scheduleFrom(backfill bool, prev Plan, now time.Duration, capacity int, run
 // own profile with the holds that are gone released (freed says whether
 // any was still to come), and the number of held jobs. ok is false when
 // they do not follow, or when a held reservation is in the past (schedule
-// then counts it from now, which p's profile does not).
-func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued) (prof *profile, held int, freed, ok bool) {
+// then counts it from now, which p's profile does not). The profile is
+// made in into's memory when into is not nil.
+func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued, into *profile) (prof *profile, held int, freed, ok bool) {
 	in := p.from
 	if in == nil || in.backfill != backfill || now < in.now || capacity != p.prof.capacity {
 		return nil, 0, false, false
 	}
 	k := p.prof.index(now)
-	prof = &profile{capacity: capacity, steps: make([]step, len(p.prof.steps)-k, len(p.prof.steps)-k+8)}
-	copy(prof.steps, p.prof.steps[k:])
+	if into == nil {
+		into = &profile{steps: make([]step, 0, len(p.prof.steps)-k+8)}
+	}
+	prof = into
+	prof.capacity, prof.steps = capacity, append(prof.steps[:0], p.prof.steps[k:]...)
 	prof.steps[0].at = now
 	// The running jobs still running, in order; the others release their
 	// processors from now to their end.

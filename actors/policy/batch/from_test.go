@@ -4,28 +4,50 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
 
-// checkFrom checks that ScheduleFrom(prev) gives what Schedule gave (want,
-// made on the same inputs), down to the profile Completion reads, and
-// counts the plans made from prev.
-func checkFrom(p Incremental, prev Plan, now time.Duration, capacity int, running []Running, queue []Queued, want Plan, st *simStats) error {
-	got, err := p.ScheduleFrom(prev, now, capacity, running, queue)
+// checkFrom checks that ScheduleFrom(prev, spare) gives what Schedule gave
+// (want, made on the same inputs), down to the profile Completion reads,
+// and leaves prev as it was; it counts the plans made from prev and
+// returns the plan ScheduleFrom made.
+func checkFrom(p Incremental, prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued, want Plan, st *simStats) (Plan, error) {
+	before := deepCopy(prev)
+	got, err := p.ScheduleFrom(prev, spare, now, capacity, running, queue)
 	if err != nil {
-		return fmt.Errorf("ScheduleFrom: %v", err)
+		return Plan{}, fmt.Errorf("ScheduleFrom: %v", err)
 	}
 	if err := samePlan(got, want); err != nil {
-		return err
+		return Plan{}, err
 	}
-	if _, _, freed, ok := prev.follow(p.Name() == "cbf", now, capacity, running, queue); ok {
+	if err := samePlan(prev, before); err != nil {
+		return Plan{}, fmt.Errorf("ScheduleFrom changed prev: %v", err)
+	}
+	if _, _, freed, ok := prev.follow(p.Name() == "cbf", now, capacity, running, queue, nil); ok {
 		st.follows++
 		if freed {
 			st.freed++
 		}
 	}
-	return nil
+	return got, nil
+}
+
+// deepCopy copies every slice a plan holds.
+func deepCopy(p Plan) Plan {
+	c := p
+	c.Start = slices.Clone(p.Start)
+	c.Reservations = slices.Clone(p.Reservations)
+	if p.prof != nil {
+		c.prof = &profile{capacity: p.prof.capacity, steps: slices.Clone(p.prof.steps)}
+	}
+	if p.from != nil {
+		in := *p.from
+		in.running, in.procs = slices.Clone(in.running), slices.Clone(in.procs)
+		c.from = &in
+	}
+	return c
 }
 
 func samePlan(got, want Plan) error {
@@ -35,10 +57,14 @@ func samePlan(got, want Plan) error {
 	if !reflect.DeepEqual(got.prof, want.prof) {
 		return fmt.Errorf("ScheduleFrom's profile %+v, Schedule's %+v", got.prof, want.prof)
 	}
-	if (got.from == nil) != (want.from == nil) || (got.from != nil && !reflect.DeepEqual(*got.from, *want.from)) {
+	if (got.from == nil) != (want.from == nil) || (got.from != nil && !sameInputs(got.from, want.from)) {
 		return fmt.Errorf("ScheduleFrom's inputs %+v, Schedule's %+v", got.from, want.from)
 	}
 	return nil
+}
+
+func sameInputs(a, b *inputs) bool {
+	return a.backfill == b.backfill && a.now == b.now && slices.Equal(a.running, b.running) && slices.Equal(a.procs, b.procs)
 }
 
 // TestScheduleFromPerturbed makes a plan, applies it as a cluster would
@@ -75,6 +101,7 @@ func TestScheduleFromPerturbed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			older, _ := p.Schedule(now0, capacity, running[:len(running)/2], queue[:len(queue)/2])
 			// Apply prev.
 			rs := append([]Running(nil), running...)
 			var q []Queued
@@ -144,7 +171,10 @@ func TestScheduleFromPerturbed(t *testing.T) {
 					prevOther, _ := other.Schedule(now0, capacity, running, queue)
 					prev = prevOther
 				}
-				got, gerr := p.ScheduleFrom(prev, now, capNow, rs, q)
+				// The plan before prev lends its memory; prev itself
+				// must not (it is still read).
+				spare := []Plan{{}, prev, older}[rng.IntN(3)]
+				got, gerr := p.ScheduleFrom(prev, spare, now, capNow, rs, q)
 				if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 					t.Fatalf("run %d %s: ScheduleFrom's error %v, Schedule's %v", run, p.Name(), gerr, werr)
 				}
@@ -155,7 +185,7 @@ func TestScheduleFromPerturbed(t *testing.T) {
 				if err := samePlan(got, want); err != nil {
 					t.Fatalf("run %d %s: %v", run, p.Name(), err)
 				}
-				if _, _, fr, ok := prev.follow(p.Name() == "cbf", now, capNow, rs, q); ok {
+				if _, _, fr, ok := prev.follow(p.Name() == "cbf", now, capNow, rs, q, nil); ok {
 					follows++
 					if fr {
 						freed++

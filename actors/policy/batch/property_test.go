@@ -138,7 +138,7 @@ func simulate(p Policy, rng *rand.Rand, st *simStats) error {
 	byID := map[string]simJob{}
 	now := time.Duration(0)
 	next := 0
-	var prev Plan
+	var prev, spare Plan
 	for steps := 0; next < len(arrivals) || len(running) > 0 || len(queue) > 0; steps++ {
 		if steps > 10000 {
 			return fmt.Errorf("no progress at %v", now)
@@ -166,10 +166,11 @@ func simulate(p Policy, rng *rand.Rand, st *simStats) error {
 		if err != nil {
 			return err
 		}
-		if err := checkFrom(p.(Incremental), prev, now, capacity, rs, queue, plan, st); err != nil {
+		from, err := checkFrom(p.(Incremental), prev, spare, now, capacity, rs, queue, plan, st)
+		if err != nil {
 			return fmt.Errorf("at %v: %w", now, err)
 		}
-		prev = plan
+		prev, spare = from, prev
 		if err := checkProperties(p, now, capacity, rs, queue, newFrom, plan, rng); err != nil {
 			return fmt.Errorf("at %v: %w", now, err)
 		}

@@ -78,14 +78,15 @@ func schedule(backfill bool, now time.Duration, capacity int, running []Running,
 	}
 	res := make([]Reservation, len(queue))
 	prof, settled := compress(backfill, now, capacity, running, queue[:held], res)
-	return plan(backfill, now, running, queue, held, res, prof, settled), nil
+	return plan(backfill, now, running, queue, held, res, prof, settled, buffers{}), nil
 }
 
 // plan books the jobs without a reservation (queue[held:]) on prof, which
 // holds the running jobs and the held reservations res[:held], and makes the
 // Plan. settled says the held reservations are all kept and at the earliest
 // start the others allow: what ScheduleFrom needs to plan from this plan.
-func plan(backfill bool, now time.Duration, running []Running, queue []Queued, held int, res []Reservation, prof *profile, settled bool) Plan {
+// The plan's Start list and inputs are made in buf's memory.
+func plan(backfill bool, now time.Duration, running []Running, queue []Queued, held int, res []Reservation, prof *profile, settled bool, buf buffers) Plan {
 	next := now
 	if !backfill && held > 0 {
 		next = res[held-1].Start
@@ -99,13 +100,17 @@ func plan(backfill bool, now time.Duration, running []Running, queue []Queued, h
 		}
 	}
 	p := Plan{Reservations: res, prof: prof, next: next}
+	start := buf.start[:0]
 	for _, r := range res {
 		if r.Start == now {
-			p.Start = append(p.Start, r.ID)
+			start = append(start, r.ID)
 		}
 	}
+	if len(start) > 0 { // nil when nothing starts
+		p.Start = start
+	}
 	if settled {
-		p.from = inputsOf(backfill, now, running, queue, p)
+		p.from = inputsOf(backfill, now, running, queue, p, buf.from)
 	}
 	return p
 }
