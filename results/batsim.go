@@ -110,8 +110,10 @@ func WriteBatsimCSVPlatform(dir string, jobs []Job, workload string, platform []
 	if err := w.Write(BatsimColumns); err != nil {
 		return fmt.Errorf("batsim export: %w", err)
 	}
+	var row []string // one row's fields, reused
 	for i := range jobs {
-		if err := w.Write(batsimRow(&jobs[i], workload, alloc[i])); err != nil {
+		row = batsimRow(row[:0], &jobs[i], workload, alloc[i])
+		if err := w.Write(row); err != nil {
 			return fmt.Errorf("batsim export: job %s: %w", jobs[i].ID, err)
 		}
 	}
@@ -141,7 +143,8 @@ func BatsimState(j *Job) string {
 	}
 }
 
-func batsimRow(j *Job, workload, alloc string) []string {
+// batsimRow appends job j's row to row.
+func batsimRow(row []string, j *Job, workload, alloc string) []string {
 	state := BatsimState(j)
 	success := "0"
 	if state == BatsimSuccess {
@@ -161,12 +164,12 @@ func batsimRow(j *Job, workload, alloc string) []string {
 			meta = append(meta, kv[0]+"="+kv[1])
 		}
 	}
-	return []string{
+	return append(row,
 		j.ID, workload, j.App, batsimTime(j.Submit),
 		strconv.Itoa(j.Size), requested, success, state,
 		batsimTime(j.Start), batsimTime(j.Exec()), batsimTime(j.End), batsimTime(j.Wait()),
 		batsimTime(j.Response()), stretch, "-1", alloc, strings.Join(meta, ";"),
-	}
+	)
 }
 
 // batsimTime formats a time or a duration; a negative one never happened.
