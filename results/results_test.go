@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/internal/csvtest"
 )
 
 func ev(t float64, kind, job string, fields map[string]string, values map[string]float64) *msg.Event {
@@ -98,15 +98,7 @@ func TestRecorderAndSummary(t *testing.T) {
 	if err := WriteJobsCSV(dir, jobs); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, "jobs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvtest.Read(t, filepath.Join(dir, "jobs.csv"))
 	if len(rows) != 3 || rows[0][0] != "id" || rows[2][16] != "failed" || rows[2][17] != "no fit" {
 		t.Fatalf("jobs.csv rows %v", rows)
 	}
@@ -128,15 +120,7 @@ func TestJobsCSVRows(t *testing.T) {
 	if err := WriteJobsCSV(dir, []Job{measured, unmeasured, measured}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, "jobs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvtest.Read(t, filepath.Join(dir, "jobs.csv"))
 	if len(rows) != 4 {
 		t.Fatalf("%d rows", len(rows))
 	}
