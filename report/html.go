@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"os"
 	"strings"
+	"sync"
 )
 
 const css = `
@@ -76,7 +77,11 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
+// pageTmpl is parsed when a page is first written, not while the process
+// starts.
+var pageTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.New("page").Funcs(funcs).Parse(pageText)) })
+
+const pageText = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -186,7 +191,7 @@ resubmissions: {{$f.Resubmissions}} of {{$f.JobsResubmitted}} jobs.</p>
 {{end}}{{end}}
 </body>
 </html>
-`))
+`
 
 // writePage renders the page.
 func writePage(path string, pg *page) error {
@@ -195,7 +200,7 @@ func writePage(path string, pg *page) error {
 		*page
 		CSS template.CSS
 	}{pg, template.CSS(css)}
-	if err := pageTmpl.Execute(&b, data); err != nil {
+	if err := pageTmpl().Execute(&b, data); err != nil {
 		return fmt.Errorf("report: %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"image/png"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/koala-emu/koala-emu/internal/csvtest"
 	"github.com/koala-emu/koala-emu/results"
 )
 
@@ -144,15 +144,7 @@ func TestHandSweepSaturation(t *testing.T) {
 	if err := Write(out, []string{filepath.Join(root, "sweep")}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(out, SaturationCSV))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvtest.Read(t, filepath.Join(out, SaturationCSV))
 	if len(rows) != 5 {
 		t.Fatalf("saturation.csv has %d lines, want header + 4", len(rows))
 	}

@@ -110,8 +110,10 @@ func WriteBatsimCSVPlatform(dir string, jobs []Job, workload string, platform []
 	if err := w.Write(BatsimColumns); err != nil {
 		return fmt.Errorf("batsim export: %w", err)
 	}
+	var row []string // one row's fields, reused
 	for i := range jobs {
-		if err := w.Write(batsimRow(&jobs[i], workload, alloc[i])); err != nil {
+		row = batsimRow(row[:0], &jobs[i], workload, alloc[i])
+		if err := w.Write(row); err != nil {
 			return fmt.Errorf("batsim export: job %s: %w", jobs[i].ID, err)
 		}
 	}
@@ -141,7 +143,8 @@ func BatsimState(j *Job) string {
 	}
 }
 
-func batsimRow(j *Job, workload, alloc string) []string {
+// batsimRow appends job j's row to row.
+func batsimRow(row []string, j *Job, workload, alloc string) []string {
 	state := BatsimState(j)
 	success := "0"
 	if state == BatsimSuccess {
@@ -161,12 +164,12 @@ func batsimRow(j *Job, workload, alloc string) []string {
 			meta = append(meta, kv[0]+"="+kv[1])
 		}
 	}
-	return []string{
+	return append(row,
 		j.ID, workload, j.App, batsimTime(j.Submit),
 		strconv.Itoa(j.Size), requested, success, state,
 		batsimTime(j.Start), batsimTime(j.Exec()), batsimTime(j.End), batsimTime(j.Wait()),
 		batsimTime(j.Response()), stretch, "-1", alloc, strings.Join(meta, ";"),
-	}
+	)
 }
 
 // batsimTime formats a time or a duration; a negative one never happened.
@@ -216,8 +219,9 @@ func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimClus
 		return nil, err
 	}
 	out := make([]string, len(jobs))
+	var ids []int
 	for i, m := range held {
-		var ids []int
+		ids = ids[:0]
 		for c, l := range m {
 			for _, id := range l {
 				ids = append(ids, offset[c]+id)
@@ -274,10 +278,15 @@ func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held 
 			}
 			continue
 		}
-		held[e.job] = map[string][]int{}
+		h := make(map[string][]int, len(comps[e.job]))
 		for _, comp := range comps[e.job] {
-			held[e.job][comp.cluster] = append(held[e.job][comp.cluster], batsimTake(used, comp)...)
+			if got := batsimTake(used, comp); h[comp.cluster] == nil {
+				h[comp.cluster] = got
+			} else {
+				h[comp.cluster] = append(h[comp.cluster], got...)
+			}
 		}
+		held[e.job] = h
 	}
 	peak = map[string]int{}
 	for c, u := range used {
@@ -291,7 +300,7 @@ func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held 
 // free, and returns their local numbers.
 func batsimTake(used map[string][]bool, comp batsimComponent) []int {
 	u := used[comp.cluster]
-	var got []int
+	got := make([]int, 0, comp.nodes)
 	for id := 0; len(got) < comp.nodes; id++ {
 		if id == len(u) {
 			u = append(u, false)

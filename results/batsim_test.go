@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/koala-emu/koala-emu/internal/csvtest"
 )
 
 // batsimJobs covers every final state and the node numbering: j2 ends
@@ -91,15 +93,7 @@ func TestBatsimState(t *testing.T) {
 
 func readBatsimColumn(t *testing.T, dir, col string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, BatsimFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvtest.Read(t, filepath.Join(dir, BatsimFile))
 	k := -1
 	for i, h := range rows[0] {
 		if h == col {

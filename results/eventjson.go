@@ -17,6 +17,7 @@ import (
 // guards it).
 type eventEncoder struct {
 	kvs []eventKV
+	idx []int // kvs's indices in key order
 }
 
 // eventKV is one member of the object: a string, or a number when num.
@@ -47,18 +48,26 @@ func (e *eventEncoder) appendEvent(b []byte, ev *msg.Event) ([]byte, bool) {
 	for k, v := range ev.Values {
 		kvs = append(kvs, eventKV{key: k, num: round(v), isN: true})
 	}
-	// Insertion sort by key, stable: of equal keys the last one set wins,
-	// as in the map (a value over a field, a field over a fixed member).
-	for i := 1; i < len(kvs); i++ {
-		for j := i; j > 0 && kvs[j].key < kvs[j-1].key; j-- {
-			kvs[j], kvs[j-1] = kvs[j-1], kvs[j]
+	// Insertion sort by key, stable, of the members' indices (moving the
+	// members themselves would write their strings through the collector's
+	// barrier): of equal keys the last one set wins, as in the map (a value
+	// over a field, a field over a fixed member).
+	e.kvs = kvs
+	idx := e.idx[:0]
+	for i := range kvs {
+		idx = append(idx, i)
+	}
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && kvs[idx[j]].key < kvs[idx[j-1]].key; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
 	}
-	e.kvs = kvs
+	e.idx = idx
 	b = append(b, '{')
 	n := 0
-	for i, kv := range kvs {
-		if i+1 < len(kvs) && kvs[i+1].key == kv.key {
+	for i, k := range idx {
+		kv := &kvs[k]
+		if i+1 < len(idx) && kvs[idx[i+1]].key == kv.key {
 			continue // overwritten by a later member of the same key
 		}
 		if n > 0 {

@@ -29,15 +29,16 @@ func (s Summary) Faithful() bool {
 	return s.Fidelity != nil && s.Fidelity.Verdict == fidelity.Faithful
 }
 
-// fidelityColumns are a job's fidelity columns of jobs.csv: the verdict,
-// the p99 lateness of computation, idle links and backlogged links, and
-// the computation's stretch (empty figures when nothing was measured).
-func fidelityColumns(f *fidelity.Figures) []string {
+// appendFidelityColumns appends a job's fidelity columns of jobs.csv to
+// row: the verdict, the p99 lateness of computation, idle links and
+// backlogged links, and the computation's stretch (empty figures when
+// nothing was measured).
+func appendFidelityColumns(row []string, f *fidelity.Figures) []string {
 	if f == nil {
-		return []string{fidelity.Unmeasured, "", "", "", ""}
+		return append(row, fidelity.Unmeasured, "", "", "", "")
 	}
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
-	return []string{f.Verdict, ff(f.Compute.P99), ff(f.Link.P99), ff(f.Backlog.P99), ff(f.Stretch)}
+	return append(row, f.Verdict, ff(f.Compute.P99), ff(f.Link.P99), ff(f.Backlog.P99), ff(f.Stretch))
 }
 
 // printFidelity ends the summary table with the run's verdict and the

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/internal/csvtest"
 )
 
 func ev(t float64, kind, job string, fields map[string]string, values map[string]float64) *msg.Event {
@@ -97,15 +98,7 @@ func TestRecorderAndSummary(t *testing.T) {
 	if err := WriteJobsCSV(dir, jobs); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, "jobs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvtest.Read(t, filepath.Join(dir, "jobs.csv"))
 	if len(rows) != 3 || rows[0][0] != "id" || rows[2][16] != "failed" || rows[2][17] != "no fit" {
 		t.Fatalf("jobs.csv rows %v", rows)
 	}
@@ -113,5 +106,41 @@ func TestRecorderAndSummary(t *testing.T) {
 	s.Print(&out)
 	if !strings.Contains(out.String(), "1 completed, 1 failed") {
 		t.Fatalf("summary table:\n%s", out.String())
+	}
+}
+
+// Each row of jobs.csv holds its own job's fields: a measured job's
+// fidelity figures, then an unmeasured job's empty ones, then the first
+// job again.
+func TestJobsCSVRows(t *testing.T) {
+	measured := Job{ID: "m", App: "wave", Size: 4, Start: 1, End: 3, Status: "completed", Cause: "c1", Resubmissions: 2,
+		Figures: &fidelity.Figures{Verdict: fidelity.Faithful, Stretch: 1.25, Compute: fidelity.Summary{P99: 0.5}}}
+	unmeasured := Job{ID: "u", Size: 2, Start: -1, End: -1, Status: "failed", Reason: "no fit"}
+	dir := t.TempDir()
+	if err := WriteJobsCSV(dir, []Job{measured, unmeasured, measured}); err != nil {
+		t.Fatal(err)
+	}
+	rows := csvtest.Read(t, filepath.Join(dir, "jobs.csv"))
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, c := range []struct {
+		row                                  int
+		id, fid, stretch, compute, cause, rs string
+	}{
+		{1, "m", fidelity.Faithful, "1.2500", "0.5000", "c1", "2"},
+		{2, "u", fidelity.Unmeasured, "", "", "", "0"},
+		{3, "m", fidelity.Faithful, "1.2500", "0.5000", "c1", "2"},
+	} {
+		r := rows[c.row]
+		got := []string{r[col["id"]], r[col["fidelity"]], r[col["compute_stretch"]], r[col["compute_late_p99"]], r[col["cause"]], r[col["resubmissions"]]}
+		want := []string{c.id, c.fid, c.stretch, c.compute, c.cause, c.rs}
+		if len(r) != len(rows[0]) || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("row %d: %d fields, %q; want %d, %q", c.row, len(r), got, len(rows[0]), want)
+		}
 	}
 }

@@ -170,12 +170,14 @@ func WriteJobsCSV(dir string, jobs []Job) error {
 		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s",
 		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch", "cause", "resubmissions"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	var row []string // one row's fields, reused
 	for _, j := range jobs {
-		_ = w.Write(append([]string{j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
+		row = append(row[:0], j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
 			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
 			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
-			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS)},
-			append(fidelityColumns(j.Figures), j.Cause, strconv.Itoa(j.Resubmissions))...))
+			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS))
+		row = append(appendFidelityColumns(row, j.Figures), j.Cause, strconv.Itoa(j.Resubmissions))
+		_ = w.Write(row)
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

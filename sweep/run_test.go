@@ -3,7 +3,6 @@ package sweep
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/koala-emu/koala-emu/internal/csvtest"
 )
 
 // fake is a RunCell that records the cells it ran and writes a result file.
@@ -65,20 +66,6 @@ func (f *fake) indices() []int {
 	return out
 }
 
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 func hasMarker(dir string, c Cell) bool {
 	_, err := os.Stat(filepath.Join(dir, CellsDir, c.Dir, MarkerFile))
 	return err == nil
@@ -96,7 +83,7 @@ func TestRunTable(t *testing.T) {
 	if res.Done != 8 || res.Ran != 8 || res.Resumed != 0 || res.Failed != 0 || len(f.indices()) != 8 {
 		t.Fatalf("done %d ran %d resumed %d failed %d calls %d", res.Done, res.Ran, res.Resumed, res.Failed, len(f.indices()))
 	}
-	rows := readCSV(t, filepath.Join(dir, TableCSV))
+	rows := csvtest.Read(t, filepath.Join(dir, TableCSV))
 	wantHeader := []string{"cell", "net_utilization", "placement", "seed", "status", "wall_s", "ajrt_s", "util_pct", "verdict", "error"}
 	if !slices.Equal(rows[0], wantHeader) {
 		t.Fatalf("header %q, want %q", rows[0], wantHeader)
@@ -178,7 +165,7 @@ func TestRunResume(t *testing.T) {
 		}
 	}
 	var statuses []string
-	for _, r := range readCSV(t, filepath.Join(dir, TableCSV))[1:] {
+	for _, r := range csvtest.Read(t, filepath.Join(dir, TableCSV))[1:] {
 		statuses = append(statuses, r[4])
 	}
 	if want := []string{"done", "done", "done", "pending", "pending", "pending", "pending", "pending"}; !slices.Equal(statuses, want) {
@@ -200,7 +187,7 @@ func TestRunResume(t *testing.T) {
 	if _, err := os.Stat(partial); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the interrupted cell's directory was not emptied: %v", err)
 	}
-	rows := readCSV(t, filepath.Join(dir, TableCSV))
+	rows := csvtest.Read(t, filepath.Join(dir, TableCSV))
 	if rows[1][6] != "100" || rows[8][6] != "107" || rows[1][4] != "done" {
 		t.Fatalf("table after resume: %q ... %q", rows[1], rows[8])
 	}
@@ -210,7 +197,7 @@ func TestRunResume(t *testing.T) {
 	if err != nil || len(third.indices()) != 0 || res.Resumed != 8 {
 		t.Fatalf("third run: err %v, ran %v, resumed %d; want nothing run", err, third.indices(), res.Resumed)
 	}
-	if again := readCSV(t, filepath.Join(dir, TableCSV)); !slices.EqualFunc(again, rows, slices.Equal) {
+	if again := csvtest.Read(t, filepath.Join(dir, TableCSV)); !slices.EqualFunc(again, rows, slices.Equal) {
 		t.Fatalf("table of a fully resumed sweep differs:\n%q\n%q", again, rows)
 	}
 }
@@ -226,7 +213,7 @@ func TestRunFailedCellIsRerun(t *testing.T) {
 	if res.Failed != 1 || res.Done != 7 {
 		t.Fatalf("failed %d done %d", res.Failed, res.Done)
 	}
-	row := readCSV(t, filepath.Join(dir, TableCSV))[2]
+	row := csvtest.Read(t, filepath.Join(dir, TableCSV))[2]
 	if row[4] != "failed" || row[len(row)-1] != "boom" || row[6] != "" {
 		t.Fatalf("failed cell's row %q", row)
 	}

@@ -56,6 +56,8 @@ type manager struct {
 	// the planner's inputs, reused (runningJobs, queuedJobs)
 	runBuf   []policy.Running
 	queueBuf []policy.Queued
+	plan     policy.Plan // the last plan, the next one's start
+	spare    policy.Plan // the plan before it, the next one's memory
 }
 
 // Props returns the props of a batch cluster manager. The configuration is

@@ -8,7 +8,9 @@ import (
 	policy "github.com/koala-emu/koala-emu/actors/policy/batch"
 )
 
-// replan applies the policy at the current instant: every running job
+// replan applies the policy at the current instant, from the plan it made
+// last (policy.ScheduleFrom: the same plan as from scratch; the plan before
+// it, read no more, lends its memory): every running job
 // whose walltime has come is killed first (the planner counts its
 // processors free from then), then the jobs the plan starts now start and
 // every other queued job holds its (possibly earlier) reservation.
@@ -23,11 +25,13 @@ func (m *manager) replan() {
 	for _, id := range kill {
 		m.finish(id, m.running[id], true)
 	}
-	plan, err := m.cfg.Policy.Schedule(now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
+	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
 	if err != nil {
+		m.plan, m.spare = policy.Plan{}, policy.Plan{}
 		m.violation("plan", err.Error())
 		return
 	}
+	m.plan, m.spare = plan, m.plan
 	// plan.Start is in queue order: walk it beside the queue.
 	next := 0
 	kept := m.queue[:0]

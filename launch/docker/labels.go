@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"sync"
 
 	"github.com/moby/moby/client"
 )
@@ -31,20 +32,23 @@ const (
 // host is up; Start waits for it by default.
 const ReadyLine = "koala-emu node ready"
 
+// The patterns are compiled when first used, not while the process starts
+// (their bounded repetitions make programs of hundreds of instructions,
+// paid by every command, a simulation's included).
 var (
-	idPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`)
-	namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
+	idPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,39}$`) })
+	namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`) })
 )
 
 func checkRunID(id string) error {
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return fmt.Errorf("docker backend: run ID %q: want 1-40 of [a-z0-9_.-], starting with a letter or digit", id)
 	}
 	return nil
 }
 
 func checkName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("docker backend: container name %q: want 1-63 of [a-zA-Z0-9_.-], starting with a letter or digit", name)
 	}
 	return nil

@@ -8,18 +8,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // RunsDir is where netns runs record their owners, one RunID.json each.
 const RunsDir = "/run/koala-emu/runs"
 
-var runIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.]{0,39}$`)
+// runIDPattern is compiled when first used, not while the process starts.
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.]{0,39}$`) })
 
 // CheckRunID reports a run ID that cannot name a record file and a
 // namespace prefix: 1-40 of [a-z0-9_.] (no '-', which separates the run ID
 // from the host name in a namespace's name).
 func CheckRunID(id string) error {
-	if !runIDPattern.MatchString(id) {
+	if !runIDPattern().MatchString(id) {
 		return fmt.Errorf("run ID %q: want 1-40 of [a-z0-9_.], starting with a letter or digit", id)
 	}
 	return nil

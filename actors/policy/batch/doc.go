@@ -7,6 +7,15 @@
 // new job would get if it were queued now; the servers of the reallocation
 // study (package realloc) call it to size and map moldable jobs.
 //
+// ScheduleFrom (Incremental) gives Schedule's plan from the plan made on the
+// cluster's previous call: the previous plan is one more input, only read,
+// so a policy stays a pure function; when the inputs follow from it (time
+// passed, jobs ended, started, were cancelled or arrived) the planner starts
+// from its profile instead of rebuilding one, and leaves the held
+// reservations where they are when no processor was freed early. A spare
+// plan, one the caller reads no more, lends its memory to the new one; it
+// makes no difference to the plan.
+//
 // Units: processors are integers; every instant and every length is a
 // time.Duration, instants being offsets from the run's epoch (the start of
 // the emulated or simulated run). Integer nanoseconds keep schedules exact:

@@ -95,7 +95,11 @@ func TestScheduleProperties(t *testing.T) {
 			}
 		}
 		// The runs must exercise what the properties are about.
-		t.Logf("%s: %d plans, %d reservations moved forward, %d backfills", p.Name(), st.plans, st.forward, st.backfills)
+		t.Logf("%s: %d plans, %d reservations moved forward, %d backfills, %d plans from the previous one (%d after an early end)",
+			p.Name(), st.plans, st.forward, st.backfills, st.follows, st.freed)
+		if st.follows < st.plans/2 || st.freed < 100 {
+			t.Errorf("%s: %d of %d plans made from the previous one, %d after an early end", p.Name(), st.follows, st.plans, st.freed)
+		}
 		if st.forward < 100 {
 			t.Errorf("%s: only %d reservations moved forward on early finishes", p.Name(), st.forward)
 		}
@@ -110,6 +114,8 @@ type simStats struct {
 	plans     int
 	forward   int // held reservations that moved earlier
 	backfills int // jobs started now while a job ahead of them waits
+	follows   int // plans made from the previous one (ScheduleFrom)
+	freed     int // of which with processors freed early
 }
 
 func simulate(p Policy, rng *rand.Rand, st *simStats) error {
@@ -132,6 +138,7 @@ func simulate(p Policy, rng *rand.Rand, st *simStats) error {
 	byID := map[string]simJob{}
 	now := time.Duration(0)
 	next := 0
+	var prev, spare Plan
 	for steps := 0; next < len(arrivals) || len(running) > 0 || len(queue) > 0; steps++ {
 		if steps > 10000 {
 			return fmt.Errorf("no progress at %v", now)
@@ -159,6 +166,11 @@ func simulate(p Policy, rng *rand.Rand, st *simStats) error {
 		if err != nil {
 			return err
 		}
+		from, err := checkFrom(p.(Incremental), prev, spare, now, capacity, rs, queue, plan, st)
+		if err != nil {
+			return fmt.Errorf("at %v: %w", now, err)
+		}
+		prev, spare = from, prev
 		if err := checkProperties(p, now, capacity, rs, queue, newFrom, plan, rng); err != nil {
 			return fmt.Errorf("at %v: %w", now, err)
 		}

@@ -77,7 +77,16 @@ func schedule(backfill bool, now time.Duration, capacity int, running []Running,
 		return Plan{}, err
 	}
 	res := make([]Reservation, len(queue))
-	prof := compress(backfill, now, capacity, running, queue[:held], res)
+	prof, settled := compress(backfill, now, capacity, running, queue[:held], res)
+	return plan(backfill, now, running, queue, held, res, prof, settled, buffers{}), nil
+}
+
+// plan books the jobs without a reservation (queue[held:]) on prof, which
+// holds the running jobs and the held reservations res[:held], and makes the
+// Plan. settled says the held reservations are all kept and at the earliest
+// start the others allow: what ScheduleFrom needs to plan from this plan.
+// The plan's Start list and inputs are made in buf's memory.
+func plan(backfill bool, now time.Duration, running []Running, queue []Queued, held int, res []Reservation, prof *profile, settled bool, buf buffers) Plan {
 	next := now
 	if !backfill && held > 0 {
 		next = res[held-1].Start
@@ -90,13 +99,20 @@ func schedule(backfill bool, now time.Duration, capacity int, running []Running,
 			next = s
 		}
 	}
-	plan := Plan{Reservations: res, prof: prof, next: next}
+	p := Plan{Reservations: res, prof: prof, next: next}
+	start := buf.start[:0]
 	for _, r := range res {
 		if r.Start == now {
-			plan.Start = append(plan.Start, r.ID)
+			start = append(start, r.ID)
 		}
 	}
-	return plan, nil
+	if len(start) > 0 { // nil when nothing starts
+		p.Start = start
+	}
+	if settled {
+		p.from = inputsOf(backfill, now, running, queue, p, buf.from)
+	}
+	return p
 }
 
 // seenPool recycles checkInput's set of queued IDs: a plan is made on every
@@ -162,7 +178,7 @@ func runningFree(ds []delta, now time.Duration, capacity int, running []Running)
 // running jobs leave from now on, then moves them forward in queue order
 // until none moves: a reservation never moves later than its promise; one
 // that no longer fits is marked Broken. It returns the profile holding
-// every reservation.
+// every reservation and whether the held jobs settled (settle).
 //
 // When every promise fits together (the profile holding them all is
 // nowhere below 0, so each fits on the ones before it) the profile is made
@@ -170,7 +186,7 @@ func runningFree(ds []delta, now time.Duration, capacity int, running []Running)
 // and those that do not fit are left out. In a pass, a job that could not
 // start before its reservation even with its own hold taken out stays: the
 // profile is the same as after taking it out and putting it back.
-func compress(backfill bool, now time.Duration, capacity int, running []Running, held []Queued, res []Reservation) *profile {
+func compress(backfill bool, now time.Duration, capacity int, running []Running, held []Queued, res []Reservation) (*profile, bool) {
 	// starts: the holds' starts, in queue order; ends: the running jobs'
 	// and the holds' ends.
 	buf := make([]delta, 0, len(running)+2*len(held))
@@ -181,15 +197,15 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 		starts[i] = delta{s, -q.Procs}
 		ends = append(ends, delta{s + q.Walltime, q.Procs})
 	}
-	placed := make([]bool, len(held))
+	var placed []bool // nil: every hold is placed
 	prof, least := profileOfDeltas(now, capacity, free, starts, ends)
 	if least >= 0 {
 		for i, q := range held {
 			s := max(q.Reserved, now)
 			res[i] = Reservation{ID: q.ID, Start: s, End: s + q.Walltime}
-			placed[i] = true
 		}
 	} else {
+		placed = make([]bool, len(held))
 		free, ends := runningFree(buf[:0], now, capacity, running)
 		prof, _ = profileOfDeltas(now, capacity, free, nil, ends)
 		for i, q := range held {
@@ -203,35 +219,48 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 			}
 		}
 	}
+	settled := settle(backfill, now, prof, held, res, placed)
+	return prof, settled && placed == nil
+}
+
+// settle runs compression passes over the held jobs booked on prof (all of
+// them when placed is nil, else those placed; the others get a reservation
+// in their turn) until no reservation moves, and reports whether that
+// happened with every promise kept.
+func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation, placed []bool) bool {
 	for pass := 0; pass <= len(held); pass++ {
-		moved := false
+		moved, broken := false, false
 		lb := now
 		for i, q := range held {
 			s := res[i].Start
-			if !placed[i] || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
-				if placed[i] {
+			in := placed == nil || placed[i]
+			if !in || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
+				if in {
 					prof.add(res[i].Start, res[i].End, q.Procs)
 				}
 				s = prof.earliest(lb, q.Procs, q.Walltime)
-				if !placed[i] || s != res[i].Start {
+				if !in || s != res[i].Start {
 					moved = true
 				}
 				res[i].Start, res[i].End = s, s+q.Walltime
 				prof.add(s, s+q.Walltime, -q.Procs)
-				placed[i] = true
+				if placed != nil {
+					placed[i] = true
+				}
 			}
 			if s > max(q.Reserved, now) {
 				res[i].Broken = true
 			}
+			broken = broken || res[i].Broken
 			if !backfill {
 				lb = s
 			}
 		}
 		if !moved {
-			return prof
+			return !broken
 		}
 	}
-	return prof
+	return false
 }
 
 // FCFS is first come, first served: jobs start in queue order, each at the

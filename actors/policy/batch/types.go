@@ -74,6 +74,9 @@ type Plan struct {
 	// now for CBF): what Completion needs.
 	prof *profile
 	next time.Duration
+	// What the next plan needs to start from this one (ScheduleFrom); nil
+	// when its held reservations did not settle.
+	from *inputs
 }
 
 // Completion returns the completion time (reservation + walltime) that a job
