@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -49,6 +50,9 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 			return nil, err
 		}
 		out.Backend, out.Shaper, out.Manifest = "inproc", "none", manifest
+		if err := r.settle(); err != nil {
+			return nil, err
+		}
 		return rs.Finish(ctx, out)
 	}
 	ready := make(chan struct{})
@@ -70,7 +74,23 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	out := rs.Await(ctx, r.clk, opts, stopRun)
 	faultsDone()
 	out.Backend, out.Shaper, out.Manifest = "inproc", "userspace", manifest
+	if err := r.settle(); err != nil {
+		return nil, err
+	}
 	return rs.Finish(ctx, out)
+}
+
+// settleTimeout bounds, in wall time, how long a run waits for its
+// recorder to handle the events already sent to it.
+const settleTimeout = 30 * time.Second
+
+// settle returns once the recorder has recorded every event sent before:
+// the run ended on the last job's end event, but other actors' events
+// sent before it (and the faults timeline's record of its last fault,
+// sent once the fault was applied) may still wait in the recorder's
+// mailbox, and Finish reads the recorder.
+func (r *inprocRun) settle() error {
+	return r.results.Recorder().Sync(r.system.Root, r.env.Recorder, settleTimeout)
 }
 
 // inprocRun is one run of the inproc backend: every role actor lives in

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -55,10 +56,17 @@ func (f *inprocFaults) isKilled(name string) bool {
 	return f.killed[name]
 }
 
+// markDownTimeout bounds, in wall time, how long a kill waits for the
+// node's cluster manager to mark the node down.
+const markDownTimeout = 30 * time.Second
+
 // Kill tells the node's cluster manager and every runner that the node is
 // down (the runner whose job had a rank there fails it with cause
 // node_down, before its other ranks' broken connections are heard), then
-// stops the node actor, which ends its rank.
+// stops the node actor, which ends its rank. It returns once the cluster
+// manager has marked the node down too: the kill is detected when it is
+// applied, so its node_down event is sent to the recorder before the
+// fault's own, whenever the run ends.
 func (f *inprocFaults) Kill(node, cluster string) error {
 	r := f.r
 	name := wiring.NodeActor(node)
@@ -71,12 +79,15 @@ func (f *inprocFaults) Kill(node, cluster string) error {
 	runners := append([]*actor.PID(nil), f.runners...)
 	f.mu.Unlock()
 	nd := &msg.NodeDown{Node: node, Cluster: cluster, Reason: ReasonKilled}
-	r.system.Root.Send(r.system.NewLocalPID(wiring.ClusterActor(cluster)), nd)
+	marked := r.system.Root.RequestFuture(r.system.NewLocalPID(wiring.ClusterActor(cluster)), nd, markDownTimeout)
 	for _, p := range runners {
 		r.system.Root.Send(p, nd)
 	}
 	if err := r.system.Root.StopFuture(r.system.NewLocalPID(name)).Wait(); err != nil {
 		return fmt.Errorf("stop node %s: %w", node, err)
+	}
+	if _, err := marked.Result(); err != nil {
+		return fmt.Errorf("node %s: its cluster manager did not mark it down: %w", node, err)
 	}
 	return nil
 }

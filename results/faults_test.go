@@ -3,6 +3,9 @@ package results
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
 )
@@ -60,5 +63,24 @@ func TestFaultsSection(t *testing.T) {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("summary line %q lacks %q", sb.String(), want)
 		}
+	}
+}
+
+// Once Sync returns, the recorder actor has recorded every event sent to
+// it before.
+func TestRecorderSyncFollowsEventsSent(t *testing.T) {
+	sys := actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	rec := NewRecorder(nil, 0, nil)
+	pid := sys.Root.Spawn(rec.Props())
+	const n = 2000
+	for i := 0; i < n; i++ {
+		sys.Root.Send(pid, &msg.Event{TS: float64(i), Kind: msg.EventFault, Fields: map[string]string{"kind": "kill", "target": "n"}})
+	}
+	if err := rec.Sync(sys.Root, pid, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rec.Faults()); got != n {
+		t.Fatalf("%d faults recorded when Sync returned, want %d", got, n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -126,10 +127,29 @@ func (r *Recorder) OnEvent(f func(*msg.Event)) { r.onEvent = f }
 // Props returns the props of the recorder actor.
 func (r *Recorder) Props() *actor.Props {
 	return actor.PropsFromFunc(func(ctx actor.Context) {
-		if ev, ok := ctx.Message().(*msg.Event); ok {
-			r.Record(ev)
+		switch m := ctx.Message().(type) {
+		case *msg.Event:
+			r.Record(m)
+		case recorderSync:
+			ctx.Respond(m)
 		}
 	})
+}
+
+// recorderSync asks the recorder actor to answer (Recorder.Sync).
+type recorderSync struct{}
+
+// Sync returns once the recorder actor at pid has recorded every event
+// sent to it before the call: a local mailbox is first in, first out, so
+// its answer to a request sent now comes after them. A run's end (Done:
+// the last job's end event) says nothing of the events other actors sent
+// before it that the actor has not handled yet (a fault's record, a node
+// marked down); a run syncs before it reads the recorder for its results.
+func (r *Recorder) Sync(root *actor.RootContext, pid *actor.PID, timeout time.Duration) error {
+	if _, err := root.RequestFuture(pid, recorderSync{}, timeout).Result(); err != nil {
+		return fmt.Errorf("sync with the recorder: %w", err)
+	}
+	return nil
 }
 
 // Done is closed when every expected job has ended.

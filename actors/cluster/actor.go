@@ -121,6 +121,12 @@ func (m *manager) Receive(ctx actor.Context) {
 			m.cfg.Env.Emit(ev)
 			m.publish(ctx)
 		}
+		// A report sent as a request (the inproc faults timeline's kill)
+		// is answered with itself once the node is marked down and its
+		// event emitted.
+		if ctx.Sender() != nil {
+			ctx.Respond(x)
+		}
 	}
 }
 
