@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -80,17 +79,13 @@ func RunInproc(ctx context.Context, plan *scenarios.Plan, opts Options) (res *Re
 	return rs.Finish(ctx, out)
 }
 
-// settleTimeout bounds, in wall time, how long a run waits for its
-// recorder to handle the events already sent to it.
-const settleTimeout = 30 * time.Second
-
 // settle returns once the recorder has recorded every event sent before:
 // the run ended on the last job's end event, but other actors' events
 // sent before it (and the faults timeline's record of its last fault,
 // sent once the fault was applied) may still wait in the recorder's
 // mailbox, and Finish reads the recorder.
 func (r *inprocRun) settle() error {
-	return r.results.Recorder().Sync(r.system.Root, r.env.Recorder, settleTimeout)
+	return r.results.Recorder().Sync(r.system.Root, r.env.Recorder, wiring.SettleTimeout)
 }
 
 // inprocRun is one run of the inproc backend: every role actor lives in

@@ -91,6 +91,12 @@ func Run(ctx context.Context, plan *scenarios.Plan, opts wiring.Options, cfg Con
 	faultsDone := r.faults(runCtx, clk).Start(runCtx)
 	out := rs.Await(ctx, clk, opts, stopRun)
 	faultsDone()
+	// The faults timeline's record of its last fault and the launcher's own
+	// events may still wait in the recorder's mailbox (as on inproc); events
+	// from the hosts that are still on the wire are not covered.
+	if err := rs.Recorder().Sync(r.l.system.Root, r.l.system.NewLocalPID(wiring.ActorRecorder), wiring.SettleTimeout); err != nil {
+		return nil, err
+	}
 	if plan.Policy.Malleability != nil {
 		r.collectInvariants(ctx, rs)
 	}

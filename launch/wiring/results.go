@@ -43,6 +43,11 @@ type Results struct {
 // maxViolationDetails bounds the violation details counted from events.
 const maxViolationDetails = 50
 
+// SettleTimeout bounds, in wall time, how long a run waits for its
+// recorder to handle the events already sent to it (Recorder.Sync) before
+// it reads the results.
+const SettleTimeout = 30 * time.Second
+
 // OpenResults creates the results directory out (none when empty), opens
 // events.jsonl and makes the recorder of plan's jobs; undo closes
 // events.jsonl.

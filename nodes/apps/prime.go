@@ -26,9 +26,9 @@ import (
 // the host's CPU, undilated and the same at every time scale, so it must
 // stay negligible beside the emulated work. Up to 10^4 it is about 0.1 M
 // trial divisions per job (under a millisecond); up to 10^6, the default
-// before, it was about 40 M per job (0.3 s of the host's CPU), and
-// das3-coalloc's 315 prime jobs at time scale 24,800 kept the host's two
-// cores 91 % busy and its links 181 % late at p99 (docs/fidelity.md).
+// before, it was about 40 M per job (0.1-0.3 s of the host's CPU): 34 s
+// of the 91 s of CPU that das3-coalloc's 315 prime jobs took at time scale
+// 24,800 (docs/fidelity.md, "Execution traces").
 //
 // Nominal(n) = work_s / (2 n) + one allreduce: 120 s on 32 nodes, 240 s on
 // 16, 480 s on 8.
