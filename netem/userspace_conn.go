@@ -325,7 +325,7 @@ func (c *shapedConn) hold(due int64, cancel <-chan struct{}, deadline bool) erro
 			}
 		default:
 			woken := make(chan struct{}, 1)
-			c.e.line.AtWithin(ptimer.MonoTime(due), c.p.holdTolerance(), func() { woken <- struct{}{} })
+			c.e.line.WakeWithin(ptimer.MonoTime(due), c.p.holdTolerance(), woken)
 			if err := c.wait(-1, woken, cancel, readDeadline(deadline)); err != nil {
 				return err
 			}

@@ -129,6 +129,7 @@ type Line struct {
 	opts Options
 	base time.Time
 	w    waiter
+	wk   *waker // WakeWithin's dispatcher (nil: the thread sends)
 	mode string
 
 	inbox   atomic.Pointer[entry] // pushed by At, drained by the thread
@@ -166,6 +167,7 @@ func NewWithOptions(o Options) *Line {
 	l.margin = NewMargin(MarginRule{Min: l.opts.MinSpin, Max: l.opts.MaxSpin, Offset: l.opts.Guard,
 		Initial: initialSpin, Every: adaptEvery, Early: true})
 	l.release = ThreadResources()
+	l.wk = newWaker()
 	started := make(chan struct{})
 	go l.run(started)
 	<-started
@@ -349,7 +351,8 @@ func (l *Line) SleepUntil(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	ch := make(chan struct{}, 1)
-	e := l.schedule(l.mono(deadline), 0, func() { ch <- struct{}{} })
+	w := l.wk
+	e := l.schedule(l.mono(deadline), 0, func() { w.signal(ch) })
 	select {
 	case <-ch:
 		return nil
@@ -391,6 +394,7 @@ func (l *Line) Close() {
 			}
 		}
 		l.h = nil
+		l.wk.close()
 	})
 }
 
