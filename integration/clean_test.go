@@ -49,10 +49,10 @@ type launcher struct {
 	tail    []string
 }
 
-func startRun(t *testing.T, bin, scenario, backend string) *launcher {
+func startRun(t *testing.T, bin, scenario, backend string, args ...string) *launcher {
 	t.Helper()
 	l := &launcher{backend: backend, out: filepath.Join(t.TempDir(), "run"), up: make(chan struct{}), done: make(chan error, 1)}
-	l.cmd = exec.Command(bin, "run", scenario, "--backend", backend, "--out", l.out)
+	l.cmd = exec.Command(bin, append([]string{"run", scenario, "--backend", backend, "--out", l.out}, args...)...)
 	stderr, err := l.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +137,14 @@ func TestCleanBesideRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := hostState(t)
+	// A run that must still be live when the other is up (or when clean
+	// runs) gets a longer wall budget than the scenario's 40 s: the two
+	// backends start at different speeds, and a docker run once ended
+	// before the netns run beside it was up, so the kill found no process.
+	live := []string{"--wall-budget", "2m"}
 
 	t.Run("live runs kept", func(t *testing.T) {
-		n, d := startRun(t, bin, scenario, "netns"), startRun(t, bin, scenario, "docker")
+		n, d := startRun(t, bin, scenario, "netns", live...), startRun(t, bin, scenario, "docker", live...)
 		n.awaitUp(t)
 		d.awaitUp(t)
 		during := hostState(t)
@@ -154,7 +159,7 @@ func TestCleanBesideRuns(t *testing.T) {
 	})
 
 	t.Run("killed docker launcher removed, live netns run kept", func(t *testing.T) {
-		n, d := startRun(t, bin, scenario, "netns"), startRun(t, bin, scenario, "docker")
+		n, d := startRun(t, bin, scenario, "netns", live...), startRun(t, bin, scenario, "docker", live...)
 		n.awaitUp(t)
 		d.awaitUp(t)
 		if err := d.cmd.Process.Kill(); err != nil {
