@@ -128,12 +128,18 @@ func (r *Results) WriteManifest(m netem.Manifest, progress io.Writer) error {
 	return m.WriteJSON(filepath.Join(r.out, "manifest.json"))
 }
 
-// Close closes events.jsonl.
+// Close writes what the recorder still buffers to events.jsonl and closes
+// it: a run that ends without Finish (an error, an interruption before the
+// results) keeps every event recorded so far, and so do events recorded
+// after Finish (actors that report while they stop).
 func (r *Results) Close() error {
 	if r.events == nil {
 		return nil
 	}
-	err := r.events.Close()
+	err := r.recorder.Flush()
+	if cerr := r.events.Close(); err == nil {
+		err = cerr
+	}
 	r.events = nil
 	return err
 }

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/invariant"
+	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -114,6 +118,31 @@ func TestUndo(t *testing.T) {
 	}
 	if err := u.Run(); err != nil || !reflect.DeepEqual(order, []int{2, 1, 0}) {
 		t.Errorf("order %v (second run %v), want [2 1 0] once", order, err)
+	}
+}
+
+// A run that ends without Finish (an error before the results) keeps the
+// events it recorded: closing the results writes what the recorder buffers.
+func TestResultsCloseKeepsEvents(t *testing.T) {
+	out := t.TempDir()
+	var u Undo
+	r, err := OpenResults(testPlan(t), out, &u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Recorder().Record(&msg.Event{Kind: msg.EventSubmit, JobId: "j0001", TS: 1})
+	if err := u.Run(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"j0001"`) {
+		t.Fatalf("events.jsonl after close: %q", b)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("a second close: %v", err)
 	}
 }
 
