@@ -438,3 +438,40 @@ func TestLazyGrowNewRankSendsFirst(t *testing.T) {
 	})
 	closeAll(t, cs)
 }
+
+// TestPreconnect opens connections without sending: once each way around
+// a ring, so every rank holds two, and the ring then opens no more.
+func TestPreconnect(t *testing.T) {
+	const n = 7
+	cs := mesh(t, n)
+	ctx := testCtx(t)
+	spmd(t, cs, func(c *Comm) error { return c.Preconnect(ctx, (c.Rank()+1)%n, c.Rank()) })
+	// Every rank dialed its right neighbour and accepted its left one: wait
+	// until the accepted ones are installed too.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range cs {
+		for c.Stats().Connections < 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	spmd(t, cs, func(c *Comm) error {
+		r := c.Rank()
+		got, err := c.Sendrecv(ctx, (r+n-1)%n, 1, []byte{byte(r)}, (r+1)%n, 1)
+		if err == nil && int(got[0]) != (r+1)%n {
+			err = fmt.Errorf("got %d", got[0])
+		}
+		return err
+	})
+	for r, c := range cs {
+		if got := c.Stats().Connections; got != 2 {
+			t.Errorf("rank %d: %d connections, want 2", r, got)
+		}
+		if got := c.Stats().MsgsSent; got != 1 {
+			t.Errorf("rank %d: %d messages sent, want 1", r, got)
+		}
+	}
+	if err := cs[0].Preconnect(ctx, n); err == nil {
+		t.Error("preconnect to a rank out of range succeeded")
+	}
+	closeAll(t, cs)
+}
