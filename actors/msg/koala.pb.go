@@ -1650,7 +1650,8 @@ func (x *RankTable) GetPeers() []*RankPeer {
 	return nil
 }
 
-// RankConnected: node -> runner, the rank has its full mesh.
+// RankConnected: node -> runner, the rank has its communicator (its
+// connections to its peers open lazily, at their first use).
 type RankConnected struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`

@@ -148,6 +148,18 @@ func burstLate(ctx context.Context, n, steps int, lat time.Duration) (time.Durat
 		return 0, fmt.Errorf("host probe: %w", err)
 	}
 	defer closeAll(cs)
+	errs0 := make(chan error, n)
+	// Connections are lazy: open the ring's before the first step, so that
+	// no frame pays their set-up (each rank dials its right neighbour and
+	// sends to its left one over the connection it accepted).
+	for i, c := range cs {
+		go func(i int, c *comm.Comm) { errs0 <- c.Preconnect(ctx, (i+1)%n) }(i, c)
+	}
+	for range cs {
+		if err := <-errs0; err != nil {
+			return 0, fmt.Errorf("host probe: connect: %w", err)
+		}
+	}
 	start := time.Now().Add(10 * time.Millisecond)
 	period := 4 * lat
 	errs := make(chan error, n)

@@ -353,14 +353,15 @@ func TestGracefulCloseKeepsSentData(t *testing.T) {
 func TestPeerCrashFailsPendingRecv(t *testing.T) {
 	cs := mesh(t, 3)
 	ctx := testCtx(t)
+	// Connections are lazy: a barrier over 3 ranks connects every pair, so
+	// both other ranks are connected to rank 1.
+	spmd(t, cs, func(c *Comm) error { return c.Barrier(ctx) })
 	errc := make(chan error, 2)
 	go func() { _, err := cs[0].Recv(ctx, 1, 0); errc <- err }()
 	go func() { _, err := cs[2].Recv(ctx, 0, 0); errc <- err }() // another peer: the comm breaks as a whole
 	// Simulate a crash of rank 1: its connections vanish without goodbye.
-	for _, l := range cs[1].t().links {
-		if l != nil {
-			_ = l.raw.Close()
-		}
+	for _, l := range linksOf(cs[1]) {
+		_ = l.raw.Close()
 	}
 	for i := 0; i < 2; i++ {
 		err := <-errc
@@ -376,9 +377,20 @@ func TestPeerCrashFailsPendingRecv(t *testing.T) {
 	}
 }
 
+// linksOf returns every connection of c.
+func linksOf(c *Comm) []*link {
+	c.linkMu.Lock()
+	defer c.linkMu.Unlock()
+	links, _ := c.t().allLinks()
+	return links
+}
+
 func TestAbortTellsPeersWhy(t *testing.T) {
 	cs := mesh(t, 3)
 	ctx := testCtx(t)
+	// Connections are lazy and the abort reaches the peers rank 2 has a
+	// connection with (the runner aborts the others): connect every pair.
+	spmd(t, cs, func(c *Comm) error { return c.Barrier(ctx) })
 	errc := make(chan error, 1)
 	go func() { errc <- cs[0].Barrier(ctx) }()
 	cs[2].Abort(errors.New("node 7 died"))
@@ -411,6 +423,9 @@ func TestContextCancelUnblocks(t *testing.T) {
 	}
 }
 
+// Connect dials nobody, so it succeeds without peers; sending to a rank
+// whose address refuses connections fails with ErrPeerClosed, receiving
+// from a rank that never shows up waits until the context ends.
 func TestConnectFailsWithoutPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -426,12 +441,19 @@ func TestConnectFailsWithoutPeers(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	_ = dead.Close()
-	_, err = e.Connect(ctx, []Peer{{Rank: 0, Addr: "127.0.0.1:1"}, {Rank: 1, Addr: e.Addr()}, {Rank: 2, Addr: deadAddr}})
-	if err == nil {
-		t.Fatal("connect succeeded without peers")
+	c, err := e.Connect(ctx, []Peer{{Rank: 0, Addr: "127.0.0.1:1"}, {Rank: 1, Addr: e.Addr()}, {Rank: 2, Addr: deadAddr}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
+	defer c.Abort(nil)
+	if err := c.Send(ctx, 2, 0, []byte("x")); !errors.Is(err, ErrPeerClosed) {
+		t.Fatalf("send to a dead address: %v, want ErrPeerClosed", err)
+	}
+	if _, err := c.Recv(ctx, 0, 0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a deadline error", err)
+	}
+	if st := c.Stats(); st.Connections != 0 {
+		t.Errorf("%d connections, want 0", st.Connections)
 	}
 }
 
@@ -467,6 +489,31 @@ func TestEgressWrapsEveryConnectionPerDestinationCluster(t *testing.T) {
 		egs[i] = &recordingEgress{dst: map[string]int{}}
 		o.Egress = egs[i]
 		o.Cluster = clusters[i]
+	})
+	// Connections are lazy: connect every pair exactly once (the lower rank
+	// dials, the higher one answers over the accepted connection).
+	ctx := testCtx(t)
+	spmd(t, cs, func(c *Comm) error {
+		r, n := c.Rank(), c.Size()
+		for j := r + 1; j < n; j++ {
+			if err := c.Send(ctx, j, 0, nil); err != nil {
+				return err
+			}
+		}
+		for j := 0; j < r; j++ {
+			if _, err := c.Recv(ctx, j, 0); err != nil {
+				return err
+			}
+			if err := c.Send(ctx, j, 0, nil); err != nil {
+				return err
+			}
+		}
+		for j := r + 1; j < n; j++ {
+			if _, err := c.Recv(ctx, j, 0); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	for i, e := range egs {
 		want := map[string]int{}
@@ -637,7 +684,8 @@ func TestConnectRetriesUntilPeerListens(t *testing.T) {
 	}
 	r0 := make(chan res, 1)
 	go func() { c, err := e0.Connect(ctx, peers); r0 <- res{c, err} }()
-	// Rank 0 is now dialling a closed port; rank 1 shows up afterwards.
+	// Rank 0 connects (lazily: it dials nobody yet); rank 1 shows up
+	// afterwards.
 	e1, err := Listen(ctx, Options{JobID: "late", Rank: 1}, addr1)
 	if err != nil {
 		t.Skipf("reserved port was taken meanwhile: %v", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/koala-emu/koala-emu/fidelity"
@@ -118,15 +119,17 @@ func timerSleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Endpoint is a rank's listener. It accepts the connections of lower ranks
-// from the moment it exists, so ranks may call Connect in any order.
+// Endpoint is a rank's listener. It accepts the connections of its peers
+// from the moment it exists (before Connect they are kept for the Comm,
+// after it they are handed to the Comm), so ranks may call Connect in any
+// order and a fast peer may send first.
 type Endpoint struct {
 	opts Options
 	ln   net.Listener
 
 	mu      sync.Mutex
-	pending map[int]acceptedConn // handshaken, not yet claimed by Connect
-	arrived chan struct{}        // signalled (cap 1) on every arrival
+	pending map[int]acceptedConn // handshaken before Connect
+	comm    *Comm                // set by Connect: takes the later connections
 	claimed bool
 	closed  bool
 	conns   map[net.Conn]struct{} // in handshake
@@ -139,7 +142,8 @@ type acceptedConn struct {
 }
 
 // Listen opens the endpoint of one rank on addr ("127.0.0.1:0", "ip:0").
-// ctx bounds the listen operation only; the endpoint lives until Close.
+// ctx bounds the listen operation only; the endpoint lives until Close (or
+// until the Comm obtained from it is closed).
 func Listen(ctx context.Context, opts Options, addr string) (*Endpoint, error) {
 	opts = opts.withDefaults()
 	if opts.Rank < 0 {
@@ -154,7 +158,6 @@ func Listen(ctx context.Context, opts Options, addr string) (*Endpoint, error) {
 		opts:    opts,
 		ln:      ln,
 		pending: make(map[int]acceptedConn),
-		arrived: make(chan struct{}, 1),
 		conns:   make(map[net.Conn]struct{}),
 	}
 	e.wg.Add(1)
@@ -165,8 +168,10 @@ func Listen(ctx context.Context, opts Options, addr string) (*Endpoint, error) {
 // Addr returns the host:port peers dial.
 func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
 
-// Close stops accepting and closes connections no Comm has claimed. It does
-// not close a Comm obtained from Connect (close that with Comm.Close).
+// Close stops accepting and closes the connections no Comm has taken. It
+// does not close a Comm obtained from Connect (close that with Comm.Close,
+// which closes the endpoint too), but that Comm can no longer be reached by
+// peers it has no connection with yet: their sends fail with ErrPeerClosed.
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -216,9 +221,15 @@ const (
 	maxJobID      = 1024
 	statusOK      = 0
 	statusRefused = 1
+	statusClosed  = 2 // the endpoint or its Comm is closed
 )
 
-// handshake reads the dialer's greeting and parks the connection.
+// errPeerGone marks a dial to a peer that is gone: its endpoint refused
+// the handshake because its Comm is closed, or nothing listens any more.
+var errPeerGone = errors.New("peer's endpoint is closed")
+
+// handshake reads the dialer's greeting and parks the connection until
+// Connect, or hands it to the Comm.
 func (e *Endpoint) handshake(c net.Conn) {
 	defer e.wg.Done()
 	keep := false
@@ -235,27 +246,36 @@ func (e *Endpoint) handshake(c net.Conn) {
 	if err != nil {
 		return
 	}
-	refuse := func(msg string) {
-		b := append([]byte{statusRefused}, msg...)
-		_, _ = c.Write(b[:min(len(b), 255)])
-	}
 	if job != e.opts.JobID {
-		refuse(fmt.Sprintf("job %q, not %q", job, e.opts.JobID))
+		refuse(c, statusRefused, fmt.Sprintf("job %q, not %q", job, e.opts.JobID))
 		return
 	}
-	if rank >= e.opts.Rank || rank < 0 {
-		refuse(fmt.Sprintf("rank %d must not dial rank %d", rank, e.opts.Rank))
+	if rank == e.opts.Rank || rank < 0 || size <= rank {
+		refuse(c, statusRefused, fmt.Sprintf("rank %d of %d must not dial rank %d", rank, size, e.opts.Rank))
 		return
 	}
 	e.mu.Lock()
-	if e.closed || e.claimed {
+	if e.closed {
 		e.mu.Unlock()
-		refuse("endpoint closed")
+		refuse(c, statusClosed, "endpoint closed")
+		return
+	}
+	if cm := e.comm; cm != nil {
+		// The Comm owns the connection from now on (Close must not close
+		// it under a link); refused, it is closed below.
+		delete(e.conns, c)
+		e.mu.Unlock()
+		keep = cm.adopt(rank, size, c)
+		return
+	}
+	if e.claimed {
+		e.mu.Unlock()
+		refuse(c, statusClosed, "endpoint closed")
 		return
 	}
 	if _, dup := e.pending[rank]; dup {
 		e.mu.Unlock()
-		refuse(fmt.Sprintf("rank %d already connected", rank))
+		refuse(c, statusRefused, fmt.Sprintf("rank %d already connected", rank))
 		return
 	}
 	if _, err := c.Write([]byte{statusOK}); err != nil {
@@ -267,10 +287,12 @@ func (e *Endpoint) handshake(c net.Conn) {
 	delete(e.conns, c) // from now on the connection belongs to pending (or a Comm)
 	keep = true
 	e.mu.Unlock()
-	select {
-	case e.arrived <- struct{}{}:
-	default:
-	}
+}
+
+// refuse answers a greeting with a refusal and its reason.
+func refuse(c net.Conn, status byte, msg string) {
+	b := append([]byte{status}, msg...)
+	_, _ = c.Write(b[:min(len(b), 255)])
 }
 
 func readGreeting(r io.Reader) (rank, size int, job string, err error) {
@@ -303,15 +325,26 @@ func greeting(job string, rank, size int) []byte {
 	return append(b, job...)
 }
 
-// Connect builds the full mesh with the other ranks: this rank dials every
-// higher rank and takes the connections of every lower rank. peers lists
-// every rank of the job, this one included, in any order. The returned
-// Comm's connections are shaped by the endpoint's Egress. An Endpoint
+// Connect makes this rank part of the job whose ranks peers lists (every
+// rank, this one included, in any order) and returns its Comm at once: it
+// dials nobody. Connections are lazy, as in MPI over TCP: a rank's
+// connection to a peer is opened the first time it sends to that peer
+// (either rank may dial; a rank that already accepted a connection from the
+// peer sends over that one), so a job opens only the connections its
+// communication pattern uses instead of the full mesh (n(n-1)/2 at once,
+// 2,016 for 64 ranks: start-up storms that delayed the other jobs' messages).
+// Receiving from a peer not connected yet just waits. The endpoint keeps
+// accepting until the Comm is closed (closing the Comm closes the
+// endpoint); connections accepted before Connect are handed to the Comm.
+// The Comm's connections are shaped by the endpoint's Egress. An Endpoint
 // connects once.
 func (e *Endpoint) Connect(ctx context.Context, peers []Peer) (*Comm, error) {
 	ps, err := sortPeers(e.opts.JobID, peers)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("comm: job %s rank %d: connect: %w", e.opts.JobID, e.opts.Rank, err)
 	}
 	me := e.opts.Rank
 	n := len(ps)
@@ -323,101 +356,40 @@ func (e *Endpoint) Connect(ctx context.Context, peers []Peer) (*Comm, error) {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("comm: job %s rank %d: endpoint closed or already connected", e.opts.JobID, me)
 	}
-	e.mu.Unlock()
-
-	conns := make([]net.Conn, n)
-	closeAll := func() {
-		for _, c := range conns {
-			if c != nil {
-				_ = c.Close()
-			}
+	e.claimed = true
+	pending := e.pending
+	e.pending = make(map[int]acceptedConn)
+	var bad error
+	for j, a := range pending {
+		if a.size != n || j >= n {
+			bad = fmt.Errorf("comm: job %s rank %d: rank %d believes the job has %d ranks, not %d", e.opts.JobID, me, j, a.size, n)
 		}
 	}
-	// Dial the higher ranks concurrently.
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for j := me + 1; j < n; j++ {
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			c, err := dial(dctx, ps[j].Addr, e.opts.JobID, me, n)
-			if err != nil {
-				errs[j] = fmt.Errorf("comm: job %s rank %d: connect to rank %d at %s: %w", e.opts.JobID, me, j, ps[j].Addr, err)
-				cancel()
-				return
-			}
-			conns[j] = c
-		}(j)
-	}
-	// Collect the lower ranks.
-	var accErr error
-	for {
-		e.mu.Lock()
-		got := 0
-		for j := 0; j < me; j++ {
-			if a, ok := e.pending[j]; ok {
-				if a.size != n && accErr == nil {
-					accErr = fmt.Errorf("comm: job %s rank %d: rank %d believes the job has %d ranks, not %d", e.opts.JobID, me, j, a.size, n)
-				}
-				got++
-			}
-		}
-		closed := e.closed
-		if got == me || closed || accErr != nil {
-			if !closed {
-				e.claimed = true
-				for j := 0; j < me; j++ {
-					conns[j] = e.pending[j].c
-					delete(e.pending, j)
-				}
-			}
-			e.mu.Unlock()
-			if closed && accErr == nil {
-				accErr = fmt.Errorf("comm: job %s rank %d: endpoint closed while connecting", e.opts.JobID, me)
-			}
-			break
-		}
+	if bad != nil {
 		e.mu.Unlock()
-		select {
-		case <-e.arrived:
-		case <-dctx.Done():
-			accErr = fmt.Errorf("comm: job %s rank %d: waiting for %d lower ranks (have %d): %w", e.opts.JobID, me, me, got, context.Cause(dctx))
+		for _, a := range pending {
+			_ = a.c.Close()
 		}
-		if accErr != nil {
-			e.mu.Lock()
-			e.claimed = true
-			for j := 0; j < me; j++ {
-				if a, ok := e.pending[j]; ok {
-					conns[j] = a.c
-					delete(e.pending, j)
-				}
-			}
-			e.mu.Unlock()
-			break
-		}
+		return nil, bad
 	}
-	if accErr != nil {
-		cancel()
+	c := newComm(e.opts, ps, e)
+	// Taking the pending connections and handing later ones to the Comm
+	// happen under e.mu together, so none is lost in between.
+	c.linkMu.Lock()
+	for j, a := range pending {
+		c.install(c.t().slots[j], a.c)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-	}
-	if accErr != nil {
-		closeAll()
-		return nil, accErr
-	}
-	return newComm(e.opts, ps, conns), nil
+	c.linkMu.Unlock()
+	e.comm = c
+	e.mu.Unlock()
+	return c, nil
 }
 
-// dial connects to a higher rank and performs the handshake. Dial errors
-// (the peer's node or listener not up yet) are retried with backoff until
-// ctx ends; a refused handshake is final.
+// dial connects to a peer and performs the handshake. Dial errors (the
+// peer's node unreachable for now) are retried with backoff until ctx ends;
+// a refused handshake is final, and so is a refused connection: the peer
+// listened before its address was published, so nothing listening means
+// the peer is gone (both wrap errPeerGone).
 func dial(ctx context.Context, addr, job string, rank, size int) (net.Conn, error) {
 	var d net.Dialer
 	backoff := 5 * time.Millisecond
@@ -433,6 +405,9 @@ func dial(ctx context.Context, addr, job string, rank, size int) (net.Conn, erro
 		var ae *net.AddrError
 		if errors.As(err, &ae) {
 			return nil, err // a malformed address never gets better
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w: %w", errPeerGone, err)
 		}
 		if serr := timerSleep(ctx, backoff); serr != nil {
 			return nil, fmt.Errorf("%w (last attempt: %w)", serr, err)
@@ -464,6 +439,9 @@ func hello(ctx context.Context, c net.Conn, job string, rank, size int) error {
 	}
 	if st[0] != statusOK {
 		msg, _ := io.ReadAll(io.LimitReader(c, 254))
+		if st[0] == statusClosed {
+			return fmt.Errorf("handshake refused: %s: %w", msg, errPeerGone)
+		}
 		return fmt.Errorf("handshake refused: %s", msg)
 	}
 	return c.SetDeadline(time.Time{})

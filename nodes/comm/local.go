@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // ConnectLocal starts one rank per entry of opts in this process, on
 // loopback, and connects them into a job: opts[i] becomes rank i (its Rank
-// field is overwritten, its JobID defaults to "local"). The endpoints are
-// closed once the mesh stands. Tests, benchmarks and the in-process backend
-// use it.
+// field is overwritten, its JobID defaults to "local"). Connections are
+// lazy (see Endpoint.Connect); each endpoint is closed with its Comm.
+// Tests, benchmarks and the in-process backend use it.
 func ConnectLocal(ctx context.Context, opts []Options) ([]*Comm, error) {
 	n := len(opts)
 	if n == 0 {
@@ -40,30 +39,17 @@ func ConnectLocal(ctx context.Context, opts []Options) ([]*Comm, error) {
 		eps[i] = e
 		peers[i] = Peer{Rank: i, Addr: e.Addr(), Cluster: o.Cluster}
 	}
-	defer closeEps()
 	comms := make([]*Comm, n)
-	errs := make([]error, n)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range eps {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			comms[i], errs[i] = eps[i].Connect(cctx, peers)
-			if errs[i] != nil {
-				cancel()
-			}
-		}(i)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range comms {
-			if c != nil {
+	for i, e := range eps {
+		c, err := e.Connect(ctx, peers)
+		if err != nil {
+			for _, c := range comms[:i] {
 				c.Abort(err)
 			}
+			closeEps()
+			return nil, fmt.Errorf("comm: ConnectLocal of %d ranks: %w", n, err)
 		}
-		return nil, fmt.Errorf("comm: ConnectLocal of %d ranks: %w", n, err)
+		comms[i] = c
 	}
 	return comms, nil
 }

@@ -3,11 +3,8 @@ package comm
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"net"
 	"sort"
-	"sync"
 	"time"
 )
 
@@ -24,13 +21,15 @@ import (
 // total%n blocks one more), and every byte that changes owner travels over
 // the job's (shaped) connections.
 //
-// Grow: every current rank dials every new rank (lower ranks dial higher
-// ones, as in Connect), the new ranks connect among themselves, then all of
-// them exchange their block lengths and the data over the new mesh.
-// Shrink: every rank, departing ones included, exchanges block lengths and
-// data over the old mesh; the departing ranks then close their
-// communicator, and the remaining ones say goodbye to them and drop those
-// connections.
+// Connections stay lazy (see Endpoint.Connect). Grow: every rank installs
+// the grown table and all of them exchange their block lengths and the
+// data; the connections those messages need are opened by their first
+// sends (a new rank may reach a current rank before that rank installed
+// the grown table: the connection waits, accepted, for it). Shrink: every
+// rank, departing ones included, exchanges block lengths and data under
+// the old table; the departing ranks then close their communicator, and
+// the remaining ones say goodbye to those they have a connection with and
+// drop those connections.
 
 // ResizeStats describes one rank's part in a resize.
 type ResizeStats struct {
@@ -131,86 +130,83 @@ func (c *Comm) account(st ResizeStats) {
 	c.resizeRecv.Add(st.BytesRecv)
 }
 
-// extend dials the new ranks oldN..len(ps)-1 and installs the grown table.
+// extend installs the grown table (new ranks oldN..len(ps)-1) and adopts
+// the connections new ranks opened before it. It dials nobody: the
+// redistribution's sends open the connections they need.
 func (c *Comm) extend(ctx context.Context, ps []Peer, oldN int) error {
+	if err := ctx.Err(); err != nil {
+		return c.errorf("resize: %w", err)
+	}
 	n := len(ps)
-	conns := make([]net.Conn, n)
-	errs := make([]error, n)
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for j := oldN; j < n; j++ {
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			conn, err := dial(dctx, ps[j].Addr, c.opts.JobID, c.rank, n)
-			if err != nil {
-				errs[j] = c.errorf("resize: connect to new rank %d at %s: %w", j, ps[j].Addr, err)
-				cancel()
-				return
-			}
-			conns[j] = conn
-		}(j)
-	}
-	wg.Wait()
-	closeConns := func() {
-		for _, conn := range conns {
-			if conn != nil {
-				_ = conn.Close()
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		closeConns()
-		return err
-	}
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.done {
-		closeConns()
+		return ErrClosed
+	}
+	c.linkMu.Lock()
+	defer c.linkMu.Unlock()
+	if !c.accepting {
 		return ErrClosed
 	}
 	old := c.t()
-	links := make([]*link, n)
-	copy(links, old.links)
+	slots := make([]*slot, n)
+	copy(slots, old.slots)
 	for j := oldN; j < n; j++ {
-		links[j] = c.newLink(j, ps[j], conns[j])
+		slots[j] = newSlot(j, ps[j])
 	}
-	c.tab.Store(&table{peers: ps, links: links})
-	for j := oldN; j < n; j++ {
-		c.readers.Add(1)
-		go c.read(links[j])
+	c.tab.Store(&table{peers: ps, slots: slots})
+	keep := c.parked[:0]
+	for _, p := range c.parked {
+		switch {
+		case p.size == n && p.rank < n && slots[p.rank] != nil:
+			c.install(slots[p.rank], p.c)
+		case p.size > n:
+			keep = append(keep, p) // a later grow
+		default:
+			_ = p.c.Close()
+		}
 	}
+	clear(c.parked[len(keep):])
+	c.parked = keep
 	return nil
 }
 
-// drop says goodbye to the departed ranks len(ps).. (after their data has
-// arrived), waits for theirs, closes those connections and installs the
-// shrunk table.
+// drop says goodbye to the departed ranks len(ps).. it has connections
+// with (after their data has arrived), waits for theirs, closes those
+// connections and installs the shrunk table.
 func (c *Comm) drop(ctx context.Context, ps []Peer) error {
 	n := len(ps)
 	old := c.t()
-	gone := old.links[n:]
+	c.linkMu.Lock()
+	var links []*link
+	var gone []*slot
+	for _, s := range old.slots[n:] {
+		if len(s.links) > 0 {
+			links = append(links, s.links...)
+			gone = append(gone, s)
+		}
+	}
+	c.linkMu.Unlock()
 	var first error
-	for _, l := range gone {
+	for _, l := range links {
 		if err := c.control(l, tagGoodbye, nil); err != nil && first == nil {
 			first = c.errorf("resize: goodbye to departing rank %d: %w", l.peer, err)
 		}
 	}
 	timer := time.NewTimer(c.opts.CloseTimeout)
 	defer timer.Stop()
-	for _, l := range gone {
+	for _, s := range gone {
 		if first != nil {
 			break
 		}
 		select {
-		case <-l.in.gone:
+		case <-s.in.gone:
 		case <-c.failed:
 			first = c.Err()
 		case <-ctx.Done():
-			first = c.errorf("resize: waiting for departing rank %d: %w", l.peer, ctx.Err())
+			first = c.errorf("resize: waiting for departing rank %d: %w", s.rank, ctx.Err())
 		case <-timer.C:
-			first = c.errorf("resize: departing rank %d did not say goodbye within %s", l.peer, c.opts.CloseTimeout)
+			first = c.errorf("resize: departing rank %d did not say goodbye within %s", s.rank, c.opts.CloseTimeout)
 		}
 	}
 	if first != nil {
@@ -221,11 +217,17 @@ func (c *Comm) drop(ctx context.Context, ps []Peer) error {
 	if c.done {
 		return ErrClosed
 	}
-	for _, l := range gone {
+	c.linkMu.Lock()
+	links = links[:0]
+	for _, s := range old.slots[n:] {
+		links = append(links, s.links...)
+	}
+	c.tab.Store(&table{peers: ps, slots: old.slots[:n:n]})
+	c.linkMu.Unlock()
+	for _, l := range links {
 		_ = l.w.Close()
 		_ = l.raw.Close()
 	}
-	c.tab.Store(&table{peers: ps, links: old.links[:n:n]})
 	return nil
 }
 
@@ -324,9 +326,8 @@ func (c *Comm) redistribute(ctx context.Context, oldN, newN int, data []byte, st
 }
 
 // Join makes a new rank part of a running job that grows from oldSize
-// ranks to len(peers): it connects to every rank of the new table (the
-// current ranks dial it from their Resize) and receives its block of the
-// job's data. The endpoint's rank must be one of the new ranks
+// ranks to len(peers): it connects (lazily, see Connect) to the new table
+// and receives its block of the job's data. The endpoint's rank must be one of the new ranks
 // oldSize..len(peers)-1. Like Connect, an endpoint joins once.
 func (e *Endpoint) Join(ctx context.Context, peers []Peer, oldSize int) (*Comm, []byte, ResizeStats, error) {
 	n := len(peers)

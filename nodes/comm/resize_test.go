@@ -166,8 +166,12 @@ func TestResizeGrowThenShrink(t *testing.T) {
 	if written < sent {
 		t.Errorf("sockets carried %d bytes, resize sent %d", written, sent)
 	}
-	if egs[0].wrapped.Load() != 3 || egs[2].wrapped.Load() != 3 {
-		t.Errorf("connections wrapped: rank 0 %d, rank 2 %d, want 3 each", egs[0].wrapped.Load(), egs[2].wrapped.Load())
+	// Connections are lazy: each rank wrapped those it opened or accepted
+	// (at most one per peer and direction).
+	for r, c := range cs {
+		if w, n := egs[r].wrapped.Load(), c.Stats().Connections; w != n || n < 1 || n > 6 {
+			t.Errorf("rank %d: %d connections wrapped, %d counted", r, w, n)
+		}
 	}
 	// The grown job communicates.
 	spmd(t, cs, func(c *Comm) error {
