@@ -150,6 +150,42 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// A job of few frames is judged on its tenth-worst, not on its worst: one
+// stall does not make it degraded, ten late frames do; a run of thousands
+// of frames is judged on its p99.
+func TestJudgedQuantile(t *testing.T) {
+	for _, c := range []struct {
+		n    uint64
+		want float64
+	}{{5, 0.5}, {19, 0.5}, {20, 9.5 / 20}, {160, 149.5 / 160}, {1000, 989.5 / 1000}, {1050, 0.99}, {100000, 0.99}} {
+		if got := JudgedQuantile(c.n); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("JudgedQuantile(%d) = %g, want %g", c.n, got, c.want)
+		}
+	}
+	job := func(late int) Figures {
+		p := NewProbe()
+		for i := 0; i < 160; i++ {
+			due := int64(1010)
+			if i < late {
+				due = 2000 // 100 % late
+			}
+			p.Frame("a>b", 0, 1000, due, false)
+		}
+		s := p.Snapshot()
+		return Judge(&s, DefaultThresholds())
+	}
+	if f := job(1); f.Verdict != Faithful || f.Link.Max < 0.9 {
+		t.Errorf("one stall in 160 frames: %s %v (worst %g)", f.Verdict, f.Reasons, f.Link.Max)
+	}
+	if f := job(10); f.Verdict != Faithful {
+		t.Errorf("10 late frames in 160: %s %v", f.Verdict, f.Reasons)
+	}
+	f := job(11)
+	if f.Verdict != Degraded || !strings.Contains(strings.Join(f.Reasons, ";"), "(10 of 160 above it)") {
+		t.Errorf("11 late frames in 160: %s %v", f.Verdict, f.Reasons)
+	}
+}
+
 func TestCompensationCounted(t *testing.T) {
 	p := NewProbe()
 	p.Compute(10*time.Millisecond, 10*time.Millisecond, 11*time.Millisecond)

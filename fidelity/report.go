@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -42,7 +43,27 @@ type Figures struct {
 	Reasons      []string `json:"reasons,omitempty"`
 }
 
-// Judge returns the figures of s and their verdict under th.
+// JudgedTail is how many of the worst values a judged quantile leaves
+// above it at least: a quantile with fewer above it is one stall's figure.
+const JudgedTail = 10
+
+// JudgedQuantile is the quantile a verdict judges n values on: the value
+// with JudgedTail values above it, or the p99 once that is higher (from
+// 1,050 values on); the median below 2 x JudgedTail values. The p99 of a
+// job's 160 frames is its second-worst frame: with every frame 1 % likely
+// to be late, as a run that passes allows, half of such jobs would be
+// judged degraded for two stalls; eleven late frames out of 160 come by
+// chance about once in a million jobs.
+func JudgedQuantile(n uint64) float64 {
+	if n < 2*JudgedTail {
+		return 0.5
+	}
+	// Half a value below the rank, so that Quantile's ceiling lands on it.
+	return math.Min(0.99, (float64(n-JudgedTail)-0.5)/float64(n))
+}
+
+// Judge returns the figures of s and their verdict under th: each
+// lateness at its judged quantile (JudgedQuantile) against its limit.
 func Judge(s *Stats, th Thresholds) Figures {
 	f := Figures{
 		ComputeCalls: s.ComputeCalls,
@@ -56,14 +77,23 @@ func Judge(s *Stats, th Thresholds) Figures {
 		f.Verdict = Unmeasured
 		return f
 	}
-	check := func(what string, got Summary, limit float64) {
-		if got.N > 0 && got.P99 > limit {
-			f.Reasons = append(f.Reasons, fmt.Sprintf("%s p99 %.1f%% late > %.0f%%", what, 100*got.P99, 100*limit))
+	check := func(what string, h *Hist, limit float64) {
+		n := h.Count()
+		if n == 0 {
+			return
+		}
+		q := JudgedQuantile(n)
+		if v := h.Quantile(q); v > limit {
+			at := "p99"
+			if q < 0.99 {
+				at = fmt.Sprintf("p%.3g (%d of %d above it)", 100*q, n-uint64(math.Ceil(q*float64(n))), n)
+			}
+			f.Reasons = append(f.Reasons, fmt.Sprintf("%s %s %.1f%% late > %.0f%%", what, at, 100*v, 100*limit))
 		}
 	}
-	check("compute", f.Compute, th.ComputeP99)
-	check("link delay", f.Link, th.LinkP99)
-	check("backlogged link rate", f.Backlog, th.RateP99)
+	check("compute", &s.ComputeLate, th.ComputeP99)
+	check("link delay", s.LinkLate(), th.LinkP99)
+	check("backlogged link rate", s.BacklogLate(), th.RateP99)
 	f.Verdict = Faithful
 	if len(f.Reasons) > 0 {
 		f.Verdict = Degraded
