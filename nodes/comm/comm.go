@@ -120,7 +120,7 @@ type Comm struct {
 	// and the replacement of tab.
 	linkMu    sync.Mutex
 	accepting bool         // false once Close or Abort began
-	parked    []parkedConn // accepted from ranks of a larger table (a grow under way)
+	parked    []parkedConn // accepted from ranks already resized (adoptParked)
 	conns     atomic.Int64
 
 	failed  chan struct{}
@@ -323,9 +323,11 @@ func (c *Comm) adopt(rank, size int, conn net.Conn) bool {
 		_ = conn.SetDeadline(time.Time{})
 		c.install(t.slots[rank], conn)
 		return true
-	case size > n:
-		// The dialer has grown the job already; this rank has not reached
-		// the resize yet. Keep the connection for it.
+	case size != n && rank < size:
+		// The dialer has resized the job already (grown it, or shrunk it
+		// and sends to a survivor); this rank has not reached the resize
+		// yet. Keep the connection for the resize that installs a table of
+		// that size (adoptParked).
 		if _, err := conn.Write([]byte{statusOK}); err != nil {
 			return false
 		}
@@ -335,6 +337,22 @@ func (c *Comm) adopt(rank, size int, conn net.Conn) bool {
 	}
 	refuse(conn, statusRefused, fmt.Sprintf("rank %d believes the job has %d ranks, not %d", rank, size, n))
 	return false
+}
+
+// adoptParked installs the parked connections whose dialers run with the
+// table just installed (n ranks, slots) and keeps the others for a later
+// resize (they are closed with the Comm). The caller holds c.linkMu.
+func (c *Comm) adoptParked(slots []*slot, n int) {
+	keep := c.parked[:0]
+	for _, p := range c.parked {
+		if p.size == n && p.rank < n && slots[p.rank] != nil {
+			c.install(slots[p.rank], p.c)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	clear(c.parked[len(keep):])
+	c.parked = keep
 }
 
 // newLink wraps a connection to peer p (rank j, whose inbox is in) in the

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/koala-emu/koala-emu/internal/waittest"
 )
 
 // TestLazyRingOpensOnlyNeighbourConnections runs a 64-rank ring: each rank
@@ -231,7 +233,9 @@ func TestLazyPeerCrashWithAcceptedConnection(t *testing.T) {
 }
 
 // TestLazyRefusals: the handshake keeps refusing other jobs and ranks that
-// believe the job has another size, after Connect as before it.
+// must not dial after Connect; a rank that runs with another size (it has
+// resized already) is kept for this rank's resize, and closed with the Comm
+// if none comes.
 func TestLazyRefusals(t *testing.T) {
 	ctx := testCtx(t)
 	e, err := Listen(ctx, Options{JobID: "r", Rank: 1}, "127.0.0.1:0")
@@ -248,7 +252,6 @@ func TestLazyRefusals(t *testing.T) {
 		want       string
 	}{
 		{"other", 0, 3, "job"},
-		{"r", 0, 2, "believes"},
 		{"r", 1, 3, "must not dial"},
 		{"r", 5, 3, "must not dial"},
 	} {
@@ -257,8 +260,22 @@ func TestLazyRefusals(t *testing.T) {
 			t.Errorf("dial as %s rank %d of %d: %v, want %q", tc.job, tc.rank, tc.size, err, tc.want)
 		}
 	}
+	resized, err := dial(ctx, e.Addr(), "r", 0, 2)
+	if err != nil {
+		t.Fatalf("dial as a rank of a resized job: %v", err)
+	}
+	defer resized.Close()
+	waittest.Until(t, 10*time.Second, "the connection parked", func() bool {
+		c.linkMu.Lock()
+		defer c.linkMu.Unlock()
+		return len(c.parked) == 1
+	})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+	_ = resized.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := resized.Read(make([]byte, 1)); err == nil {
+		t.Error("the parked connection is still open after the Comm closed")
 	}
 	// The endpoint closed with the Comm.
 	if conn, err := net.Dial("tcp", e.Addr()); err == nil {

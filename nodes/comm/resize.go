@@ -155,19 +155,7 @@ func (c *Comm) extend(ctx context.Context, ps []Peer, oldN int) error {
 		slots[j] = newSlot(j, ps[j])
 	}
 	c.tab.Store(&table{peers: ps, slots: slots})
-	keep := c.parked[:0]
-	for _, p := range c.parked {
-		switch {
-		case p.size == n && p.rank < n && slots[p.rank] != nil:
-			c.install(slots[p.rank], p.c)
-		case p.size > n:
-			keep = append(keep, p) // a later grow
-		default:
-			_ = p.c.Close()
-		}
-	}
-	clear(c.parked[len(keep):])
-	c.parked = keep
+	c.adoptParked(slots, n)
 	return nil
 }
 
@@ -223,6 +211,8 @@ func (c *Comm) drop(ctx context.Context, ps []Peer) error {
 		links = append(links, s.links...)
 	}
 	c.tab.Store(&table{peers: ps, slots: old.slots[:n:n]})
+	// Survivors that finished the shrink first may have dialed this rank.
+	c.adoptParked(old.slots[:n:n], n)
 	c.linkMu.Unlock()
 	for _, l := range links {
 		_ = l.w.Close()

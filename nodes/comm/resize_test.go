@@ -383,3 +383,98 @@ func TestResizeRepeatedUnderTraffic(t *testing.T) {
 	}
 	closeAll(t, cs)
 }
+
+// A survivor of a shrink that sends to another survivor for the first time
+// may get there before that survivor has finished its shrink (it still
+// waits for a departing rank's goodbye): the connection, dialed with the
+// smaller table, is kept for the shrink and installed by it, and the
+// message arrives. 8 ranks shrink to 6; departing rank 7 is alone in
+// cluster y, and rank 0 reads nothing from y (only rank 7's goodbye comes
+// that way) until it has parked rank 5's connection. Rank 5's new block
+// comes from ranks 5-7, rank 0's from 0-1: the two have no connection
+// before rank 5 sends.
+func TestResizeShrinkSurvivorSendsFirst(t *testing.T) {
+	ctx := testCtx(t)
+	gate := make(chan struct{})
+	cs := mesh(t, 8, func(i int, o *Options) {
+		if i == 7 {
+			o.Cluster = "y"
+		}
+		if i == 0 {
+			o.Egress = gatedEgress{gate: gate, dst: "y"}
+		}
+	})
+	go func() {
+		defer close(gate)
+		c := cs[0]
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			c.linkMu.Lock()
+			n := len(c.parked)
+			c.linkMu.Unlock()
+			if n > 0 {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	const total = 8000
+	lens, offs := balanced(total, 8)
+	data := make([][]byte, 8)
+	for r := range data {
+		data[r] = fill(offs[r], lens[r])
+	}
+	peers := cs[0].Peers()[:6]
+	spmd(t, cs, func(c *Comm) error {
+		self := c.Rank()
+		if self >= 6 {
+			self = -1
+		}
+		d, _, err := c.Resize(ctx, peers, self, data[c.Rank()])
+		if err != nil || self == -1 {
+			return err
+		}
+		data[c.Rank()] = d
+		switch c.Rank() {
+		case 5:
+			return c.Send(ctx, 0, 9, []byte("after the shrink"))
+		case 0:
+			b, err := c.Recv(ctx, 5, 9)
+			if err == nil && string(b) != "after the shrink" {
+				err = fmt.Errorf("rank 0 got %q", b)
+			}
+			return err
+		}
+		return nil
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	for r := 0; r < 6; r++ {
+		checkBlock(t, "after shrink", data[r], total, r, 6)
+	}
+	closeAll(t, cs[:6])
+}
+
+// gatedEgress holds every read from cluster dst until gate is closed.
+type gatedEgress struct {
+	gate <-chan struct{}
+	dst  string
+}
+
+func (e gatedEgress) Wrap(c net.Conn, dst string) net.Conn {
+	if dst != e.dst {
+		return c
+	}
+	return &gatedConn{Conn: c, gate: e.gate}
+}
+
+type gatedConn struct {
+	net.Conn
+	gate <-chan struct{}
+}
+
+func (c *gatedConn) Read(b []byte) (int, error) {
+	<-c.gate
+	return c.Conn.Read(b)
+}
