@@ -435,11 +435,7 @@ func TestLazyGrowNewRankSendsFirst(t *testing.T) {
 		data[c.Rank()] = d
 		return err
 	})
-	for i, j := range js {
-		r := <-j.res
-		if r.err != nil {
-			t.Fatalf("join of rank %d: %v", 2+i, r.err)
-		}
+	for _, r := range awaitJoins(t, js, 2) {
 		cs = append(cs, r.c)
 		data = append(data, r.data)
 	}

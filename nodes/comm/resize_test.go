@@ -96,6 +96,20 @@ func (j *joiner) join(ctx context.Context, peers []Peer, oldSize int) {
 	}()
 }
 
+// awaitJoins returns the joiners' results (ranks first, first+1, ...),
+// failing the test on a join's error.
+func awaitJoins(t *testing.T, js []*joiner, first int) []joinResult {
+	t.Helper()
+	out := make([]joinResult, len(js))
+	for i, j := range js {
+		out[i] = <-j.res
+		if out[i].err != nil {
+			t.Fatalf("join of rank %d: %v", first+i, out[i].err)
+		}
+	}
+	return out
+}
+
 // TestResizeGrowThenShrink grows a job 2 -> 4 and shrinks it 4 -> 3 with
 // its data, checking that every rank ends with exactly its balanced block,
 // that the moved bytes were counted and went onto the sockets, and that
@@ -124,11 +138,7 @@ func TestResizeGrowThenShrink(t *testing.T) {
 		data[c.Rank()], sts[c.Rank()] = d, st
 		return err
 	})
-	for i, j := range js {
-		r := <-j.res
-		if r.err != nil {
-			t.Fatalf("join of rank %d: %v", 2+i, r.err)
-		}
+	for i, r := range awaitJoins(t, js, 2) {
 		cs = append(cs, r.c)
 		data = append(data, r.data)
 		sts[2+i] = r.st
