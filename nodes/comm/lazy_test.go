@@ -140,15 +140,11 @@ func TestLazySendToClosedPeer(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- cs[1].Close() }()
 	// Wait until rank 1 refuses new connections.
-	for {
+	waittest.Until(t, 10*time.Second, "rank 1 to refuse new connections", func() bool {
 		cs[1].linkMu.Lock()
-		acc := cs[1].accepting
-		cs[1].linkMu.Unlock()
-		if !acc {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer cs[1].linkMu.Unlock()
+		return !cs[1].accepting
+	})
 	err := cs[2].Send(ctx, 1, 0, []byte("late"))
 	if !errors.Is(err, ErrPeerClosed) {
 		t.Fatalf("send to a closing peer: %v, want ErrPeerClosed", err)
@@ -284,63 +280,6 @@ func TestLazyRefusals(t *testing.T) {
 	}
 }
 
-// TestLazyCollectivesOddSizes runs the collectives on sizes that are not
-// powers of two, over connections opened on demand.
-func TestLazyCollectivesOddSizes(t *testing.T) {
-	for _, n := range []int{3, 6, 13, 23} {
-		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			cs := mesh(t, n)
-			ctx := testCtx(t)
-			spmd(t, cs, func(c *Comm) error {
-				r := c.Rank()
-				s, err := c.AllreduceFloat64(ctx, []float64{float64(r), 1}, Sum)
-				if err != nil {
-					return err
-				}
-				if s[0] != float64(n*(n-1)/2) || s[1] != float64(n) {
-					return fmt.Errorf("allreduce %v", s)
-				}
-				mine := bytes.Repeat([]byte{byte(r)}, r+1)
-				for _, f := range []func() ([][]byte, error){
-					func() ([][]byte, error) { return c.AllgatherRing(ctx, mine) },
-					func() ([][]byte, error) { return c.AllgatherBruck(ctx, mine) },
-				} {
-					all, err := f()
-					if err != nil {
-						return err
-					}
-					for j, b := range all {
-						if !bytes.Equal(b, bytes.Repeat([]byte{byte(j)}, j+1)) {
-							return fmt.Errorf("allgather block %d = %v", j, b)
-						}
-					}
-				}
-				var in []byte
-				if r == n-1 {
-					in = []byte("from the last")
-				}
-				b, err := c.Bcast(ctx, n-1, in)
-				if err != nil || string(b) != "from the last" {
-					return fmt.Errorf("bcast %q %v", b, err)
-				}
-				g, err := c.Gather(ctx, 1%n, []byte{byte(r)})
-				if err != nil {
-					return err
-				}
-				if r == 1%n {
-					for j, b := range g {
-						if len(b) != 1 || int(b[0]) != j {
-							return fmt.Errorf("gather %v", g)
-						}
-					}
-				}
-				return c.Barrier(ctx)
-			})
-			closeAll(t, cs)
-		})
-	}
-}
-
 // TestLazyTwoConnectionsPerPair forces the outcome of a race of first
 // sends: both ranks dialed, each sends over its own connection and reads
 // both. Messages keep their order, goodbyes on both let Close finish
@@ -360,9 +299,7 @@ func TestLazyTwoConnectionsPerPair(t *testing.T) {
 			c.linkMu.Unlock()
 		}
 		waitConns := func(c *Comm) {
-			for c.Stats().Connections != 2 {
-				time.Sleep(time.Millisecond)
-			}
+			waittest.Until(t, 10*time.Second, "two connections", func() bool { return c.Stats().Connections == 2 })
 		}
 		waitConns(cs[0])
 		waitConns(cs[1])
@@ -423,13 +360,7 @@ func TestLazyGrowNewRankSendsFirst(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for parked() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if parked() == 0 {
-		t.Fatal("no new rank reached a current rank before its Resize")
-	}
+	waittest.Until(t, 10*time.Second, "a new rank to reach a current rank before its Resize", func() bool { return parked() > 0 })
 	spmd(t, cs, func(c *Comm) error {
 		d, _, err := c.Resize(ctx, peers, c.Rank(), data[c.Rank()])
 		data[c.Rank()] = d
@@ -461,11 +392,8 @@ func TestPreconnect(t *testing.T) {
 	spmd(t, cs, func(c *Comm) error { return c.Preconnect(ctx, (c.Rank()+1)%n, c.Rank()) })
 	// Every rank dialed its right neighbour and accepted its left one: wait
 	// until the accepted ones are installed too.
-	deadline := time.Now().Add(10 * time.Second)
 	for _, c := range cs {
-		for c.Stats().Connections < 2 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		waittest.Until(t, 10*time.Second, "the accepted connection installed", func() bool { return c.Stats().Connections >= 2 })
 	}
 	spmd(t, cs, func(c *Comm) error {
 		r := c.Rank()
