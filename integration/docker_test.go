@@ -93,10 +93,32 @@ func assertNothingLeft(t *testing.T, id string) {
 			t.Errorf("docker %v: %v: %s", args, err, out)
 			continue
 		}
-		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("docker %v: left behind:\n%s", args, s)
+		for _, left := range strings.Fields(string(out)) {
+			if args[0] == "network" && staleNetwork(t, left) {
+				continue
+			}
+			t.Errorf("docker %v: left behind: %s", args, left)
 		}
 	}
+}
+
+// staleNetwork reports whether network id is one the daemon refuses to
+// remove for endpoints no container holds (moby/moby#42119, a Docker
+// Engine bug the run reports as a warning): it has no container and its
+// removal, tried here, still fails with "active endpoints". A network the
+// run merely forgot is removed here and reported as left behind.
+func staleNetwork(t *testing.T, id string) bool {
+	t.Helper()
+	n, err := exec.Command("docker", "network", "inspect", "-f", "{{len .Containers}}", id).Output()
+	if err != nil || strings.TrimSpace(string(n)) != "0" {
+		return false
+	}
+	out, err := exec.Command("docker", "network", "rm", id).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "active endpoints") {
+		return false
+	}
+	t.Logf("network %s kept by the daemon's stale endpoint count (moby/moby#42119; a daemon restart clears it): tolerated", id)
+	return true
 }
 
 func plan(t *testing.T, ref string, src []byte) *scenarios.Plan {

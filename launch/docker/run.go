@@ -591,9 +591,58 @@ func (r *Run) Close(ctx context.Context) error {
 	_, err2 := removeNetworks(ctx, r.cli, runFilter(r.ID))
 	err3 := r.provider.Close()
 	if err := errors.Join(err1, err2, err3); err != nil {
+		if _, ok := err2.(*StaleNetworkError); ok && err1 == nil && err3 == nil {
+			// The only failure: wrapped alone, so OnlyStaleNetwork sees it.
+			return fmt.Errorf("docker backend: close run %s: %w", r.ID, err2)
+		}
 		return fmt.Errorf("docker backend: close run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// StaleNetworkError is a network that could not be removed because the
+// Docker daemon still counts endpoints on it although no container is
+// attached (a Docker Engine bug, moby/moby#42119). Nothing of the run is
+// left running and the network holds no address in use; only a daemon
+// restart clears the count, after which `koala-emu clean` removes it.
+type StaleNetworkError struct {
+	// Names are the networks left.
+	Names []string
+	// Err is the daemon's last answer.
+	Err error
+}
+
+func (e *StaleNetworkError) Error() string {
+	return fmt.Sprintf("network %s left: no container is attached but the Docker daemon still counts endpoints (moby/moby#42119); it is harmless, a daemon restart clears it, then run `koala-emu clean`: %v",
+		strings.Join(e.Names, ", "), e.Err)
+}
+
+func (e *StaleNetworkError) Unwrap() error { return e.Err }
+
+// OnlyStaleNetwork reports whether err is a StaleNetworkError and nothing
+// else: a chain of single wraps ending in one, with no joined error beside
+// it. A close that failed only this way left nothing running.
+func OnlyStaleNetwork(err error) (*StaleNetworkError, bool) {
+	for err != nil {
+		if se, ok := err.(*StaleNetworkError); ok {
+			return se, true
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			var rest []error
+			for _, e := range j.Unwrap() {
+				if e != nil {
+					rest = append(rest, e)
+				}
+			}
+			if len(rest) != 1 {
+				return nil, false
+			}
+			err = rest[0]
+			continue
+		}
+		err = errors.Unwrap(err)
+	}
+	return nil, false
 }
 
 // cancelStarts marks the run closed and cancels the Start calls in flight;
@@ -708,24 +757,40 @@ func removeNetworks(ctx context.Context, cli client.APIClient, f client.Filters)
 	}
 	n := 0
 	var errs []error
+	var stale *StaleNetworkError
 	for _, nw := range list.Items {
-		if err := removeNetwork(ctx, cli, nw.ID, nw.Name); err != nil {
+		err := removeNetwork(ctx, cli, nw.ID, nw.Name)
+		var se *StaleNetworkError
+		switch {
+		case err == nil:
+			n++
+		case errors.As(err, &se):
+			if stale == nil {
+				stale = &StaleNetworkError{Err: se.Err}
+			}
+			stale.Names = append(stale.Names, se.Names...)
+		default:
 			errs = append(errs, err)
-			continue
 		}
-		n++
+	}
+	if stale != nil {
+		if len(errs) == 0 {
+			return n, stale
+		}
+		errs = append(errs, stale)
 	}
 	return n, errors.Join(errs...)
 }
 
 // removeNetwork removes one network. Right after its containers are
-// removed the daemon may still count their endpoints for a moment, so
-// "active endpoints" is retried for a few seconds. If the count never
-// drops although no container is attached, the daemon's endpoint count is
-// stale (a Docker Engine bug, moby/moby#42119, seen once in many runs with
-// Engine 20.10); only a daemon restart clears it, and the error says so.
+// removed the daemon may still count their endpoints for a moment (longer
+// on a loaded host), so "active endpoints" is retried for up to 30 s. If
+// the count never drops although no container is attached, the daemon's
+// endpoint count is stale (a Docker Engine bug, moby/moby#42119, seen in
+// about one run in a hundred with Engine 20.10); only a daemon restart
+// clears it, and the error, a *StaleNetworkError, says so.
 func removeNetwork(ctx context.Context, cli client.APIClient, id, name string) error {
-	const patience = 5 * time.Second
+	const patience = 30 * time.Second
 	deadline := time.Now().Add(patience)
 	delay := 100 * time.Millisecond
 	for {
@@ -741,7 +806,7 @@ func removeNetwork(ctx context.Context, cli client.APIClient, id, name string) e
 				attached = len(res.Network.Containers)
 			}
 			if attached == 0 {
-				return fmt.Errorf("remove network %s: no container is attached but the Docker daemon still counts endpoints (moby/moby#42119); it is harmless, a daemon restart clears it, then run `koala-emu clean`: %w", name, err)
+				return &StaleNetworkError{Names: []string{name}, Err: err}
 			}
 			return fmt.Errorf("remove network %s (%d containers still attached): %w", name, attached, err)
 		}

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -252,5 +254,38 @@ func TestCheckStatic(t *testing.T) {
 	}
 	if err := CheckStatic(notELF); err == nil {
 		t.Errorf("script accepted as an ELF binary")
+	}
+}
+
+// A close that failed only on a stale network is told apart from one that
+// failed on anything else as well, however the error was wrapped.
+func TestOnlyStaleNetwork(t *testing.T) {
+	daemon := errors.New("network koala-emu-r1 has active endpoints")
+	stale := &StaleNetworkError{Names: []string{"koala-emu-r1"}, Err: daemon}
+	other := errors.New("remove container [/x]: boom")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"bare", stale, true},
+		{"wrapped twice", fmt.Errorf("launcher: %w", fmt.Errorf("close run r1: %w", stale)), true},
+		{"joined with nils", errors.Join(nil, fmt.Errorf("close: %w", stale), nil), true},
+		{"joined with another failure", errors.Join(other, stale), false},
+		{"wrapped join with another failure", fmt.Errorf("close: %w", errors.Join(stale, other)), false},
+		{"other alone", other, false},
+		{"daemon error alone", daemon, false},
+	} {
+		se, ok := OnlyStaleNetwork(tc.err)
+		if ok != tc.want {
+			t.Errorf("%s: OnlyStaleNetwork = %v, want %v", tc.name, ok, tc.want)
+		}
+		if ok && (len(se.Names) != 1 || se.Names[0] != "koala-emu-r1" || !errors.Is(se, daemon)) {
+			t.Errorf("%s: got %+v", tc.name, se)
+		}
+	}
+	if msg := stale.Error(); !strings.Contains(msg, "koala-emu-r1") || !strings.Contains(msg, "moby/moby#42119") || !strings.Contains(msg, "koala-emu clean") {
+		t.Errorf("message does not name the network, the bug and the remedy: %s", msg)
 	}
 }

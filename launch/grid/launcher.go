@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/membership"
 	"github.com/koala-emu/koala-emu/launch/wiring"
 )
@@ -98,7 +99,14 @@ func newLauncher(ctx context.Context, plat Platform, g *Grid, progress io.Writer
 	l.undo.Push(func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		return plat.Close(cctx)
+		err := plat.Close(cctx)
+		if se, ok := docker.OnlyStaleNetwork(err); ok {
+			// Everything of the run is gone but an empty network the daemon
+			// will not delete: the run's results stand; say so, do not fail.
+			fmt.Fprintf(progress, "warning: %v\n", se)
+			return nil
+		}
+		return err
 	})
 	nw, err := plat.Setup(ctx, g.Order())
 	if err != nil {
