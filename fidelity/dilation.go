@@ -76,8 +76,13 @@ const (
 	// 201 jobs, about 9 running at once) at the dilation the probe alone
 	// asked (150) measured intra-cluster frames p99 10-15 % late against
 	// the probe's 10 %; the scratch 32-rank wave harness needed about twice
-	// the probe's dilation for p99 under 10 % (docs/fidelity.md).
-	BurstMargin = 2.0
+	// the probe's dilation for p99 under 10 %. prime (das3-coalloc,
+	// 32-message bursts, connections opened before the start) measured its
+	// p99 frame 2.3 (FCM) to 3.6 (WF) times the probe's burst late: p99
+	// 10.0-10.6 % under FCM at 600 (a margin of 2), 12.2 % under WF at 800
+	// (2.5), 7.8 % (FCM, 800) and 9.8 % (WF, 1000) once the dilation
+	// covered it (docs/fidelity.md, "Connections opened before the start").
+	BurstMargin = 3.5
 	// MaxAuto is the largest dilation auto chooses: beyond it a run of the
 	// built-in scenarios would keep too few iterations in a reasonable wall
 	// time. A demand that needs more is run at MaxAuto and said to be

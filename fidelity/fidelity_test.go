@@ -210,24 +210,25 @@ func TestChoose(t *testing.T) {
 		{"floor", Demand{MsgsPerSec: 1, BytesPerSec: 1, MinLatency: 30 * time.Microsecond}, 15, "lateness floor"}, // 13.3 -> 15
 		{"exact rung", Demand{MsgsPerSec: 150e3, MinLatency: time.Second}, 3, "message rate"},
 		{"beyond the cap", Demand{MsgsPerSec: 1e12, MinLatency: time.Second}, MaxAuto, "expect a degraded run"},
-		// 62 messages at 100,000/s take 620 µs, twice that in a run
+		// 62 messages at 100,000/s take 620 µs, 3.5 times that in a run
 		// (BurstMargin), plus the 20 µs floor, against 10 % of 1 ms:
-		// 12.6 -> 15.
-		{"burst", Demand{MsgsPerSec: 1, MinLatency: time.Millisecond, Burst: 62}, 15, "message burst"},
-		// Against 30 µs the same burst needs 420 -> 500.
-		{"burst on a cluster link", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 500, "message burst"},
-		// 500 messages need 3340: capped at 1000, and the links under
-		// 30 µs x 3340 / 1000 are named.
-		{"burst beyond the cap", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 500}, MaxAuto, "shorter than 100µs"},
-		// A measured burst cost replaces the message rate's share: 2 x 62 x
-		// 15 µs + 20 µs = 1880 µs against 10 % of 30 µs: 626.7 -> 800.
-		{"measured burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 800, "take 1.86ms"},
+		// 21.9 -> 25.
+		{"burst", Demand{MsgsPerSec: 1, MinLatency: time.Millisecond, Burst: 62}, 25, "message burst"},
+		// Against 30 µs the same burst needs 730 -> 800.
+		{"burst on a cluster link", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 800, "message burst"},
+		// 500 messages need 5840: capped at 1000, and the links under
+		// 30 µs x 5840 / 1000 are named.
+		{"burst beyond the cap", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 500}, MaxAuto, "shorter than 175µs"},
+		// A measured burst cost replaces the message rate's share: 3.5 x
+		// 62 x 8 µs + 20 µs = 1756 µs against 10 % of 30 µs: 585.3 -> 600
+		// (the message rate's share would ask 800).
+		{"measured burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 600, "take 1.736ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			capa := capa
 			if c.name == "measured burst" {
-				capa.BurstPerMsg = 15 * time.Microsecond
+				capa.BurstPerMsg = 8 * time.Microsecond
 			}
 			ch := Choose(capa, c.d)
 			if ch.Dilation != c.want || !strings.Contains(ch.Reason, c.why) {

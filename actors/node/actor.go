@@ -160,6 +160,13 @@ func (n *node) run(ctx actor.Context, t *msg.RankTable) {
 			return
 		}
 		defer c.Close()
+		// The connections the application names open now: the job starts
+		// (every rank connected) with its set-up done, as an MPI job's.
+		if err := apps.ConnectPeers(r.ctx, r.app, c, r.params); err != nil {
+			done.Error = fmt.Sprintf("connect: %v", err)
+			c.Abort(err)
+			return
+		}
 		root.Send(r.runner, &msg.RankConnected{JobId: r.job, Rank: r.rank})
 		var res apps.Result
 		if m, ok := r.app.(apps.Malleable); ok {

@@ -107,6 +107,26 @@ func (g Allgather) Traffic(nodes int, args map[string]float64) (Traffic, error) 
 		Rounds: rounds, CritBytes: crit}, nil
 }
 
+// Peers implements Peered: the partners of the algorithm Run calls.
+func (g Allgather) Peers(n, r int, args map[string]float64) ([]int, error) {
+	a, err := resolve(g.Name(), g.Args(), args)
+	if err != nil {
+		return nil, err
+	}
+	switch int(a["algorithm"]) {
+	case 0:
+		return comm.AllgatherRingPeers(n, r), nil
+	case 1:
+		return comm.AllgatherBruckPeers(n, r), nil
+	}
+	return comm.AllgatherPeers(n, r, g.blockBytes(a)), nil
+}
+
+// blockBytes is the block each rank contributes per call.
+func (Allgather) blockBytes(a map[string]float64) int {
+	return max(16, int(a["msg_bytes"]*NodeProcessors))
+}
+
 // Run implements App.
 func (g Allgather) Run(ctx context.Context, c *comm.Comm, p Params) (Result, error) {
 	a, err := resolve(g.Name(), g.Args(), p.Args)
@@ -120,7 +140,7 @@ func (g Allgather) Run(ctx context.Context, c *comm.Comm, p Params) (Result, err
 	if alg < 0 || alg > 2 {
 		return Result{}, fmt.Errorf("allgather: algorithm %d: want 0 (ring), 1 (Bruck) or 2 (automatic)", alg)
 	}
-	size := max(16, int(a["msg_bytes"]*NodeProcessors))
+	size := g.blockBytes(a)
 	r := c.Rank()
 	iters := p.iterations(a["iters"])
 	work := ms(a["compute_ms"] * NodeProcessors)

@@ -111,6 +111,33 @@ func (t Traffic) Rates() (msgs, bytes float64) {
 	return t.Msgs / s, t.Bytes / s
 }
 
+// Peered is implemented by applications that name the ranks each rank
+// exchanges messages with, point to point and through the collectives it
+// calls, in both directions: Peers(n, r) holds p if and only if Peers(n, p)
+// holds r. ConnectPeers opens those connections before the rank starts.
+type Peered interface {
+	Peers(n, r int, args map[string]float64) ([]int, error)
+}
+
+// ConnectPeers opens, before rank c.Rank() of app starts, the connections
+// its run will use (comm.Comm.ConnectPeers), so that their set-up is not
+// part of the run's first, measured, exchange: an emulated job's start
+// costs what an MPI job's start did on DAS-3, and its first frames travel
+// over open connections as its later ones do. Every rank of the job must
+// call it. An application that does not name its peers connects lazily,
+// at its first sends.
+func ConnectPeers(ctx context.Context, app App, c *comm.Comm, p Params) error {
+	pa, ok := app.(Peered)
+	if !ok {
+		return nil
+	}
+	peers, err := pa.Peers(c.Size(), c.Rank(), p.Args)
+	if err != nil {
+		return err
+	}
+	return c.ConnectPeers(ctx, peers...)
+}
+
 // TrafficApp is implemented by applications that describe their traffic.
 type TrafficApp interface {
 	Traffic(nodes int, args map[string]float64) (Traffic, error)
@@ -358,6 +385,21 @@ func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(
 		return Report{}, err
 	}
 	n := len(cs)
+	pre := make(chan error, n)
+	for _, c := range cs {
+		go func(c *comm.Comm) { pre <- ConnectPeers(ctx, app, c, p) }(c)
+	}
+	for range cs {
+		if perr := <-pre; perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		for _, c := range cs {
+			c.Abort(err)
+		}
+		return Report{}, fmt.Errorf("apps: %s on %d ranks: %w", app.Name(), n, err)
+	}
 	results := make([]Result, n)
 	errs := make([]error, n)
 	ends := make([]time.Time, n)

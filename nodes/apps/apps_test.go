@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +299,59 @@ func TestRunThroughUserspaceShaper(t *testing.T) {
 	}
 	if _, err := UserspaceEgress(m, ranks(2, "atlantis"), 1); err == nil {
 		t.Error("egress for an unknown cluster built")
+	}
+}
+
+// An application that names its peers names them all and symmetrically:
+// run with its connections opened first (RunLocal does), no rank opens a
+// connection during the run, each rank holds one per peer it named, and
+// every rank it names names it.
+func TestPeersCoverEveryExchange(t *testing.T) {
+	cases := []struct {
+		app  string
+		args map[string]float64
+	}{
+		{"prime", map[string]float64{"limit": 100, "work_s": 0.001, "chunks": 2}},
+		{"wave", map[string]float64{"real_points": 40, "points": 100, "point_ns": 10, "steps": 3}},
+		{"poisson", map[string]float64{"real": 16, "iters": 3, "point_ns": 8, "grid": 16}},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 0}},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 1}},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 2}},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 40000, "algorithm": 2}},
+		{"ccr", map[string]float64{"total_s": 0.01, "iters": 3}},
+	}
+	for _, tc := range cases {
+		app, err := Lookup(tc.app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa, ok := app.(Peered)
+		if !ok {
+			t.Fatalf("%s does not name its peers", tc.app)
+		}
+		for _, n := range []int{2, 3, 6, 8, 13} {
+			peers := make([][]int, n)
+			for r := range n {
+				if peers[r], err = pa.Peers(n, r, tc.args); err != nil {
+					t.Fatalf("%s %v: %v", tc.app, tc.args, err)
+				}
+			}
+			for r := range n {
+				for _, p := range peers[r] {
+					if p < 0 || p >= n || p == r || !slices.Contains(peers[p], r) {
+						t.Errorf("%s %v, %d ranks: rank %d names %d, which does not name it", tc.app, tc.args, n, r, p)
+					}
+				}
+			}
+			rep, err := RunLocalReport(ctxT(t), app, ranks(n), nil, Params{Args: tc.args})
+			if err != nil {
+				t.Fatalf("%s %v on %d ranks: %v", tc.app, tc.args, n, err)
+			}
+			for r, st := range rep.Stats {
+				if st.Connections != int64(len(peers[r])) {
+					t.Errorf("%s %v, %d ranks: rank %d held %d connections, named %d peers %v", tc.app, tc.args, n, r, st.Connections, len(peers[r]), peers[r])
+				}
+			}
+		}
 	}
 }

@@ -85,6 +85,11 @@ func (x CCR) NominalArgs(nodes int, args map[string]float64) (time.Duration, err
 	return time.Duration(pl.iters) * per, nil
 }
 
+// Peers implements Peered: both neighbours on the ring.
+func (CCR) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	return comm.AllgatherRingPeers(n, r), nil // the ring's neighbours
+}
+
 // Run implements App.
 func (x CCR) Run(ctx context.Context, c *comm.Comm, p Params) (Result, error) {
 	pl, err := x.plan(p.Args)

@@ -144,6 +144,23 @@ func span(total, parts, i int) (lo, hi int) {
 	return total * i / parts, total * (i + 1) / parts
 }
 
+// Peers implements Peered: the neighbours on the process grid and the
+// allreduce's partners.
+func (Poisson) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	px, py := procGrid(n)
+	x, y := r%px, r/px
+	var grid []int
+	for _, nb := range []struct {
+		ok   bool
+		rank int
+	}{{x > 0, r - 1}, {x < px-1, r + 1}, {y > 0, r - px}, {y < py-1, r + px}} {
+		if nb.ok {
+			grid = append(grid, nb.rank)
+		}
+	}
+	return comm.PeerSet(r, grid, comm.AllreducePeers(n, r)), nil
+}
+
 // Run implements App.
 func (p Poisson) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, error) {
 	a, err := resolve(p.Name(), p.Args(), pr.Args)

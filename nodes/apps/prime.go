@@ -59,6 +59,11 @@ func (p Prime) NominalArgs(nodes int, args map[string]float64) (time.Duration, e
 	return compute + time.Duration(allreduceRounds(n))*(RefLatency+xfer(8)), nil
 }
 
+// Peers implements Peered: the final allreduce's partners.
+func (Prime) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	return comm.AllreducePeers(n, r), nil
+}
+
 // Run implements App.
 func (p Prime) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, error) {
 	a, err := resolve(p.Name(), p.Args(), pr.Args)

@@ -108,6 +108,16 @@ func (w Wave) Traffic(nodes int, args map[string]float64) (Traffic, error) {
 	return Traffic{Iteration: step, Msgs: msgs, Bytes: 8 * msgs, Iterations: a["steps"], Burst: msgs, Rounds: rounds, CritBytes: 16 * rounds}, nil
 }
 
+// Peers implements Peered: the neighbours on the line, and the final
+// gather to rank 0 and broadcast from it.
+func (Wave) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	line := []int{r - 1}
+	if r+1 < n {
+		line = append(line, r+1)
+	}
+	return comm.PeerSet(r, line, comm.GatherPeers(n, r, 0), comm.BcastPeers(n, r, 0)), nil
+}
+
 // Run implements App.
 func (w Wave) Run(ctx context.Context, c *comm.Comm, p Params) (Result, error) {
 	a, err := resolve(w.Name(), w.Args(), p.Args)

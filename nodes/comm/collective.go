@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -40,27 +41,42 @@ func (c *Comm) Bcast(ctx context.Context, root int, b []byte) ([]byte, error) {
 	if err := c.peerCheck(root); err != nil {
 		return nil, err
 	}
-	vr := (c.rank - root + n) % n
+	parent, children := bcastTree(n, c.rank, root)
+	if parent >= 0 {
+		got, err := c.recv(ctx, parent, tagBcast)
+		if err != nil {
+			return nil, fmt.Errorf("bcast: %w", err)
+		}
+		b = got
+	}
+	for _, ch := range children {
+		if err := c.send(ctx, ch, tagBcast, b); err != nil {
+			return nil, fmt.Errorf("bcast: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// bcastTree is rank r's place in the binomial tree of a broadcast from
+// root over n ranks: its parent (-1 at the root) and its children, in the
+// order it sends to them (farthest first).
+func bcastTree(n, r, root int) (parent int, children []int) {
+	vr := (r - root + n) % n
+	parent = -1
 	mask := 1
 	for mask < n {
 		if vr&mask != 0 {
-			got, err := c.recv(ctx, (vr-mask+root)%n, tagBcast)
-			if err != nil {
-				return nil, fmt.Errorf("bcast: %w", err)
-			}
-			b = got
+			parent = (vr - mask + root) % n
 			break
 		}
 		mask <<= 1
 	}
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if vr+mask < n {
-			if err := c.send(ctx, (vr+mask+root)%n, tagBcast, b); err != nil {
-				return nil, fmt.Errorf("bcast: %w", err)
-			}
+			children = append(children, (vr+mask+root)%n)
 		}
 	}
-	return b, nil
+	return parent, children
 }
 
 // AllreduceFloat64 combines v elementwise over all ranks with op and returns
@@ -72,13 +88,8 @@ func (c *Comm) AllreduceFloat64(ctx context.Context, v []float64, op Op) ([]floa
 		return nil, fmt.Errorf("comm: allreduce: unknown %v", op)
 	}
 	acc := append([]float64(nil), v...)
-	n := c.Size()
 	r := c.rank
-	pof2 := 1
-	for pof2*2 <= n {
-		pof2 *= 2
-	}
-	rem := n - pof2
+	fold, exch := allreduceSchedule(c.Size(), r)
 	buf := make([]byte, 8*len(v))
 	exchange := func(peer int) error {
 		encodeFloats(buf, acc)
@@ -91,39 +102,29 @@ func (c *Comm) AllreduceFloat64(ctx context.Context, v []float64, op Op) ([]floa
 		}
 		return c.combine(acc, got, op, peer < r)
 	}
-	newRank := r - rem
-	if r < 2*rem {
-		if r%2 == 0 {
+	if fold >= 0 {
+		if fold > r {
 			encodeFloats(buf, acc)
-			if err := c.send(ctx, r+1, tagAllreduce, buf); err != nil {
+			if err := c.send(ctx, fold, tagAllreduce, buf); err != nil {
 				return nil, fmt.Errorf("allreduce: %w", err)
 			}
-			newRank = -1
 		} else {
-			got, err := c.recv(ctx, r-1, tagAllreduce)
+			got, err := c.recv(ctx, fold, tagAllreduce)
 			if err != nil {
 				return nil, fmt.Errorf("allreduce: %w", err)
 			}
 			if err := c.combine(acc, got, op, true); err != nil {
 				return nil, err
 			}
-			newRank = r / 2
 		}
 	}
-	if newRank >= 0 {
-		for mask := 1; mask < pof2; mask <<= 1 {
-			nd := newRank ^ mask
-			peer := nd + rem
-			if nd < rem {
-				peer = 2*nd + 1
-			}
-			if err := exchange(peer); err != nil {
-				return nil, fmt.Errorf("allreduce: %w", err)
-			}
+	for _, peer := range exch {
+		if err := exchange(peer); err != nil {
+			return nil, fmt.Errorf("allreduce: %w", err)
 		}
 	}
-	if r < 2*rem {
-		if r%2 == 1 {
+	if fold >= 0 {
+		if fold < r {
 			encodeFloats(buf, acc)
 			if err := c.send(ctx, r-1, tagAllreduce, buf); err != nil {
 				return nil, fmt.Errorf("allreduce: %w", err)
@@ -140,6 +141,39 @@ func (c *Comm) AllreduceFloat64(ctx context.Context, v []float64, op Op) ([]floa
 		}
 	}
 	return acc, nil
+}
+
+// allreduceSchedule is rank r's part of a recursive-doubling allreduce over
+// n ranks. With n not a power of two, the first 2 rem ranks pair up first:
+// fold is r's partner (-1 for the other ranks); the even rank of a pair
+// sends its vector to the odd one, sits the rounds out and gets the result
+// back from it at the end. exch are the partners of r's doubling rounds,
+// in order (none for a rank that sits out).
+func allreduceSchedule(n, r int) (fold int, exch []int) {
+	pof2 := 1
+	for pof2*2 <= n {
+		pof2 *= 2
+	}
+	rem := n - pof2
+	fold, newRank := -1, r-rem
+	if r < 2*rem {
+		fold, newRank = r+1, -1
+		if r%2 == 1 {
+			fold, newRank = r-1, r/2
+		}
+	}
+	if newRank < 0 {
+		return fold, nil
+	}
+	for mask := 1; mask < pof2; mask <<= 1 {
+		nd := newRank ^ mask
+		peer := nd + rem
+		if nd < rem {
+			peer = 2*nd + 1
+		}
+		exch = append(exch, peer)
+	}
+	return fold, exch
 }
 
 // combine folds the encoded vector b into acc. The lower rank's operand
@@ -287,4 +321,75 @@ func (c *Comm) Gather(ctx context.Context, root int, b []byte) ([][]byte, error)
 		out[j] = got
 	}
 	return out, nil
+}
+
+// The ranks each collective makes rank r of n exchange messages with, in
+// both directions (r names p if and only if p names r), sorted, without r:
+// what an application passes to ConnectPeers for the collectives it calls.
+
+// BarrierPeers are the partners of Barrier's dissemination rounds.
+func BarrierPeers(n, r int) []int {
+	var ps []int
+	for dist := 1; dist < n; dist *= 2 {
+		ps = append(ps, (r+dist)%n, (r-dist+n)%n)
+	}
+	return PeerSet(r, ps)
+}
+
+// BcastPeers are r's parent and children in Bcast's tree from root.
+func BcastPeers(n, r, root int) []int {
+	parent, children := bcastTree(n, r, root)
+	return PeerSet(r, append(children, parent))
+}
+
+// AllreducePeers are the partners of AllreduceFloat64's rounds.
+func AllreducePeers(n, r int) []int {
+	fold, exch := allreduceSchedule(n, r)
+	return PeerSet(r, append(exch, fold))
+}
+
+// AllgatherPeers are the partners of Allgather with blocks of blockLen
+// bytes: the ring's neighbours or the partners of Bruck's rounds.
+func AllgatherPeers(n, r, blockLen int) []int {
+	if n*blockLen >= RingThreshold {
+		return AllgatherRingPeers(n, r)
+	}
+	return AllgatherBruckPeers(n, r)
+}
+
+// AllgatherBruckPeers are the partners of AllgatherBruck's rounds: r-2^k
+// and r+2^k, as the barrier's.
+func AllgatherBruckPeers(n, r int) []int { return BarrierPeers(n, r) }
+
+// AllgatherRingPeers are AllgatherRing's neighbours.
+func AllgatherRingPeers(n, r int) []int {
+	return PeerSet(r, []int{(r + 1) % n, (r - 1 + n) % n})
+}
+
+// GatherPeers are, for the root, every other rank; for another rank, the
+// root.
+func GatherPeers(n, r, root int) []int {
+	if r != root {
+		return PeerSet(r, []int{root})
+	}
+	ps := make([]int, 0, n)
+	for j := range n {
+		ps = append(ps, j)
+	}
+	return PeerSet(r, ps)
+}
+
+// PeerSet returns the ranks of ps sorted, once each, without r and
+// without negative entries (a "none").
+func PeerSet(r int, ps ...[]int) []int {
+	var out []int
+	for _, p := range ps {
+		for _, x := range p {
+			if x >= 0 && x != r {
+				out = append(out, x)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

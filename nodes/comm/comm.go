@@ -168,6 +168,9 @@ type slot struct {
 	// under Comm.linkMu:
 	links []*link
 	ended int // links whose goodbye arrived
+	// linked is closed when the first connection with the peer is
+	// installed (ConnectPeers waits on it).
+	linked chan struct{}
 }
 
 // parkedConn is a connection accepted from a rank that already runs with a
@@ -288,7 +291,7 @@ func newComm(opts Options, peers []Peer, ep *Endpoint) *Comm {
 }
 
 func newSlot(j int, p Peer) *slot {
-	return &slot{rank: j, peer: p, in: newInbox(), sem: make(chan struct{}, 1)}
+	return &slot{rank: j, peer: p, in: newInbox(), sem: make(chan struct{}, 1), linked: make(chan struct{})}
 }
 
 // install makes raw (handshaken, either direction) a connection with the
@@ -300,6 +303,9 @@ func (c *Comm) install(s *slot, raw net.Conn) *link {
 	c.conns.Add(1)
 	c.readers.Add(1)
 	go c.read(l)
+	if len(s.links) == 1 {
+		close(s.linked) // counted and reading first: a waiter sees it all
+	}
 	return l
 }
 
@@ -911,6 +917,41 @@ func (c *Comm) Preconnect(ctx context.Context, ranks ...int) error {
 		}
 		if _, err := c.outLink(ctx, c.t().slots[to]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// ConnectPeers opens this rank's connections with the given ranks before a
+// program's first exchange, one per pair: it dials the higher ranks among
+// them (as Preconnect) and waits until each lower one has connected to it.
+// Every rank named must call ConnectPeers naming this rank in turn (the
+// sets are symmetric), or the wait lasts until ctx ends. Set-up then
+// happens before the program starts, as MPI libraries that open their
+// connections at MPI_Init do, not inside its first timed exchange.
+func (c *Comm) ConnectPeers(ctx context.Context, ranks ...int) error {
+	var higher, lower []int
+	for _, p := range ranks {
+		if err := c.peerCheck(p); err != nil {
+			return err
+		}
+		switch {
+		case p > c.rank:
+			higher = append(higher, p)
+		case p < c.rank:
+			lower = append(lower, p)
+		}
+	}
+	if err := c.Preconnect(ctx, higher...); err != nil {
+		return err
+	}
+	for _, p := range lower {
+		select {
+		case <-c.t().slots[p].linked:
+		case <-ctx.Done():
+			return c.errorf("connect peers: rank %d has not connected: %w", p, ctx.Err())
+		case <-c.failed:
+			return c.Err()
 		}
 	}
 	return nil

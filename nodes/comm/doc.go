@@ -14,8 +14,13 @@
 // neighbours, log2(n) collective partners, a root), and the full mesh a
 // job used to open at start-up (2,016 connections for 64 ranks, a job
 // every few seconds) was the main cause of late messages for the other
-// jobs running at the time. Stats.Connections counts what a rank opened. Computation is emulated: Compute waits work/(speed x processors)
-// x dilation with a precise timer.
+// jobs running at the time. A program that knows its peers opens just
+// those before it starts (ConnectPeers: the lower rank of each pair dials,
+// the higher waits for it; the collectives' peer sets are BarrierPeers,
+// AllreducePeers and the like), so that no measured exchange pays for a
+// connection's set-up. Stats.Connections counts what a rank opened.
+// Computation is emulated: Compute waits work/(speed x processors) x
+// dilation with a precise timer.
 //
 // Wire format. A connection starts with a handshake (magic, job ID, the
 // dialer's rank and the job size) answered by one status byte (accepted,

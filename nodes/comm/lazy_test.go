@@ -2,9 +2,11 @@ package comm
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -415,4 +417,61 @@ func TestPreconnect(t *testing.T) {
 		t.Error("preconnect to a rank out of range succeeded")
 	}
 	closeAll(t, cs)
+}
+
+// Each collective's peer set is symmetric and complete: after
+// ConnectPeers with it, the collective opens no further connection, and
+// each pair of peers holds exactly one connection (the lower rank dialed).
+func TestCollectivePeers(t *testing.T) {
+	big := make([]byte, RingThreshold) // one block large enough for the ring
+	for _, n := range []int{1, 2, 3, 5, 6, 8, 13} {
+		for _, tc := range []struct {
+			name  string
+			peers func(n, r int) []int
+			run   func(ctx context.Context, c *Comm) error
+		}{
+			{"barrier", BarrierPeers, func(ctx context.Context, c *Comm) error { return c.Barrier(ctx) }},
+			{"bcast from 2", func(n, r int) []int { return BcastPeers(n, r, 2%n) },
+				func(ctx context.Context, c *Comm) error { _, err := c.Bcast(ctx, 2%c.Size(), []byte("x")); return err }},
+			{"allreduce", AllreducePeers,
+				func(ctx context.Context, c *Comm) error {
+					_, err := c.AllreduceFloat64(ctx, []float64{1}, Sum)
+					return err
+				}},
+			{"allgather bruck", func(n, r int) []int { return AllgatherPeers(n, r, 8) },
+				func(ctx context.Context, c *Comm) error { _, err := c.Allgather(ctx, make([]byte, 8)); return err }},
+			{"allgather ring", func(n, r int) []int { return AllgatherPeers(n, r, len(big)) },
+				func(ctx context.Context, c *Comm) error { _, err := c.Allgather(ctx, big); return err }},
+			{"gather to 1", func(n, r int) []int { return GatherPeers(n, r, 1%n) },
+				func(ctx context.Context, c *Comm) error { _, err := c.Gather(ctx, 1%c.Size(), []byte("x")); return err }},
+		} {
+			t.Run(fmt.Sprintf("%s n=%d", tc.name, n), func(t *testing.T) {
+				for r := range n {
+					for _, p := range tc.peers(n, r) {
+						if !slices.Contains(tc.peers(n, p), r) {
+							t.Fatalf("rank %d names %d, which does not name it", r, p)
+						}
+					}
+				}
+				cs := mesh(t, n)
+				ctx := testCtx(t)
+				spmd(t, cs, func(c *Comm) error {
+					peers := tc.peers(n, c.Rank())
+					if err := c.ConnectPeers(ctx, peers...); err != nil {
+						return err
+					}
+					if got := c.Stats().Connections; got != int64(len(peers)) {
+						return fmt.Errorf("rank %d: %d connections after ConnectPeers(%v)", c.Rank(), got, peers)
+					}
+					if err := tc.run(ctx, c); err != nil {
+						return err
+					}
+					if got := c.Stats().Connections; got != int64(len(peers)) {
+						return fmt.Errorf("rank %d: the collective opened %d connections beyond its peers %v", c.Rank(), got-int64(len(peers)), peers)
+					}
+					return nil
+				})
+			})
+		}
+	}
 }
