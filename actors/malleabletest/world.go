@@ -403,6 +403,23 @@ func (w *World) Joiners(job string) int {
 	return n
 }
 
+// JoinerNode returns the node of one of job's new ranks holding its
+// ResizeRanks, and that rank ("" if none).
+func (w *World) JoinerNode(job string) (string, int32) {
+	a := w.lookup(job)
+	if a == nil {
+		return "", 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range a.members {
+		if m.joiner && m.pending != nil {
+			return m.node, m.rank
+		}
+	}
+	return "", 0
+}
+
 // NodeOf returns the node running rank of job's application ("" if none).
 func (w *World) NodeOf(job string, rank int32) string {
 	a := w.lookup(job)

@@ -18,7 +18,21 @@ func (r *mrunner) onResized(ctx actor.Context, x *msg.RankResized) {
 		return
 	}
 	if x.Error != "" {
-		r.fail(ctx, fmt.Sprintf("resize of rank %d on %s: %s", x.Rank, x.Node, x.Error))
+		reason := fmt.Sprintf("resize of rank %d on %s: %s", x.Rank, x.Node, x.Error)
+		if o.req.grow && containsMember(o.joiners, m) {
+			// A new rank could not join. The application may have ended
+			// before the new table reached its ranks (they finished and
+			// closed their communicators, which is what the new rank met):
+			// then their RankDone end the job as it would have ended
+			// (finishIfDone aborts the new ranks). Otherwise a current rank
+			// fails in the switch (its peer aborted) or the switch times
+			// out, and the job fails with this reason named.
+			if o.joinErr == "" {
+				o.joinErr = reason
+			}
+			return
+		}
+		r.fail(ctx, reason)
 		return
 	}
 	o.resizeS = max(o.resizeS, x.ResizeS)

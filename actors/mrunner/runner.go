@@ -132,6 +132,9 @@ type op struct {
 	safeMax    int32
 	safeReport bool
 	abortWhy   string // phAborting: why the grow was given up
+	// joinErr is the first failure a new rank reported during the switch
+	// (see onResized); "" while none did.
+	joinErr string
 }
 
 type mrunner struct {

@@ -288,6 +288,25 @@ func TestRunnerEndsDuringGrow(t *testing.T) {
 	h.allFree()
 }
 
+// The application ends just as new ranks are handed the grown table: a
+// new rank finds a current rank's communicator closed and reports its
+// switch failed. That alone does not fail the job: the current ranks end
+// the application, the new ranks are aborted and the job completes
+// (TestMalleableEndToEnd failed this way on a loaded host).
+func TestRunnerJoinerFailsAsTheApplicationEnds(t *testing.T) {
+	h := newRunnerHarness(t, 10, "j1", "nbody", 2, 46, 1_000_000)
+	h.grow(1, 2, 2)
+	waittest.Until(t, wait, "new ranks holding the grown table", func() bool { return h.Joiners("j1") == 2 })
+	node, rank := h.JoinerNode("j1")
+	h.Sys.Root.Send(h.runner, &msg.RankResized{JobId: "j1", ResizeId: 1, Rank: rank, Node: node,
+		Error: "join: resize: rank 1: peer closed its communicator"})
+	end := h.end()
+	if end.Values["grows"] != 0 || end.Values["max_procs"] != 2 {
+		t.Fatalf("end %v", end.Values)
+	}
+	h.allFree()
+}
+
 func TestRunnerRequestsBeforeStartAreDeclined(t *testing.T) {
 	w := mt.NewWorld(t, 1000, map[string]int{"a": 4}, "a")
 	w.Start(nil)

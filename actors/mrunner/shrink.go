@@ -75,8 +75,12 @@ func (r *mrunner) onResizeTimeout(ctx actor.Context, x *resizeTimeout) {
 	}
 	kind := msg.ResizeKind(o.req.grow)
 	r.cause = msg.FailureCause_FAILURE_RANK_TIMEOUT
-	r.fail(ctx, fmt.Sprintf("%s %d (%d -> %d processors) not completed within %s: %s did not switch",
-		kind, o.resizeID, o.from, o.from+r.delta(o), r.cfg.ResizeTimeout, strings.Join(late, ", ")))
+	why := ""
+	if o.joinErr != "" {
+		why = " (first: " + o.joinErr + ")"
+	}
+	r.fail(ctx, fmt.Sprintf("%s %d (%d -> %d processors) not completed within %s: %s did not switch%s",
+		kind, o.resizeID, o.from, o.from+r.delta(o), r.cfg.ResizeTimeout, strings.Join(late, ", "), why))
 }
 
 // delta is the change in processors the op makes once complete.
