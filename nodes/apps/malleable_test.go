@@ -123,6 +123,7 @@ func (j *mjob) resize(n int) []Resized {
 	}
 	j.ctls = j.ctls[:max(n, old)]
 	var reps []Resized
+	var departed []rankOut // collected by wait, handed back below
 	deadline := time.After(30 * time.Second)
 	for len(reps) < max(n, old) {
 		select {
@@ -137,11 +138,13 @@ func (j *mjob) resize(n int) []Resized {
 			if !o.res.Released {
 				j.t.Fatalf("rank %d finished during resize %d->%d (job too short)", o.rank, old, n)
 			}
-			j.done <- o // a departed rank: collected by wait
-			time.Sleep(time.Millisecond)
+			departed = append(departed, o)
 		case <-deadline:
 			j.t.Fatalf("resize %d->%d: %d reports after 30 s", old, n, len(reps))
 		}
+	}
+	for _, o := range departed {
+		j.done <- o
 	}
 	j.ctls = j.ctls[:n]
 	j.size = n
