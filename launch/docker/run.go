@@ -591,10 +591,6 @@ func (r *Run) Close(ctx context.Context) error {
 	_, err2 := removeNetworks(ctx, r.cli, runFilter(r.ID))
 	err3 := r.provider.Close()
 	if err := errors.Join(err1, err2, err3); err != nil {
-		if _, ok := err2.(*StaleNetworkError); ok && err1 == nil && err3 == nil {
-			// The only failure: wrapped alone, so OnlyStaleNetwork sees it.
-			return fmt.Errorf("docker backend: close run %s: %w", r.ID, err2)
-		}
 		return fmt.Errorf("docker backend: close run %s: %w", r.ID, err)
 	}
 	return nil
