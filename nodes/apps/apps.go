@@ -420,6 +420,14 @@ func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(
 		i := <-done
 		if errs[i] != nil && first == nil {
 			first = errs[i]
+			// The job fails with its first failed rank, as a runner fails
+			// it: a rank waiting for one it never connected to would not
+			// hear of the failure from the failed rank's own abort.
+			for k, c := range cs {
+				if k != i {
+					c.Abort(fmt.Errorf("%s rank %d failed: %w", app.Name(), i, errs[i]))
+				}
+			}
 		}
 	}
 	var last time.Time

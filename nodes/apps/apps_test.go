@@ -310,15 +310,19 @@ func TestPeersCoverEveryExchange(t *testing.T) {
 	cases := []struct {
 		app  string
 		args map[string]float64
+		k    float64 // time scale (0: 1)
 	}{
-		{"prime", map[string]float64{"limit": 100, "work_s": 0.001, "chunks": 2}},
-		{"wave", map[string]float64{"real_points": 40, "points": 100, "point_ns": 10, "steps": 3}},
-		{"poisson", map[string]float64{"real": 16, "iters": 3, "point_ns": 8, "grid": 16}},
-		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 0}},
-		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 1}},
-		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 2}},
-		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 40000, "algorithm": 2}},
-		{"ccr", map[string]float64{"total_s": 0.01, "iters": 3}},
+		{"prime", map[string]float64{"limit": 100, "work_s": 0.001, "chunks": 2}, 0},
+		{"wave", map[string]float64{"real_points": 40, "points": 100, "point_ns": 10, "steps": 3}, 0},
+		{"poisson", map[string]float64{"real": 16, "iters": 3, "point_ns": 8, "grid": 16}, 0},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 0}, 0},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 1}, 0},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 16, "algorithm": 2}, 0},
+		{"allgather", map[string]float64{"iters": 2, "compute_ms": 0.001, "msg_bytes": 40000, "algorithm": 2}, 0},
+		{"ccr", map[string]float64{"total_s": 0.01, "iters": 3}, 0},
+		// 3 iterations of a few milliseconds each, and the final checksum.
+		{"ft", map[string]float64{"iterations": 30000, "data_mb": 0.01, "exchange_kb": 1}, 10000},
+		{"nbody", map[string]float64{"iterations": 150000, "data_mb": 0.01, "halo_kb": 1}, 50000},
 	}
 	for _, tc := range cases {
 		app, err := Lookup(tc.app)
@@ -343,7 +347,7 @@ func TestPeersCoverEveryExchange(t *testing.T) {
 					}
 				}
 			}
-			rep, err := RunLocalReport(ctxT(t), app, ranks(n), nil, Params{Args: tc.args})
+			rep, err := RunLocalReport(ctxT(t), app, ranks(n), nil, Params{Args: tc.args, TimeScale: tc.k})
 			if err != nil {
 				t.Fatalf("%s %v on %d ranks: %v", tc.app, tc.args, n, err)
 			}

@@ -127,3 +127,34 @@ func TestPrimeWitnessIsSmall(t *testing.T) {
 		t.Errorf("limit %d: too few primes for the reduction to witness anything", limit)
 	}
 }
+
+// FT and n-body declare the traffic they send: their iterations add up to
+// the profile's time, and their messages are the hypercube's and the
+// ring's plus the safe point's allreduce.
+func TestMalleableTrafficIsTheKernels(t *testing.T) {
+	for _, tc := range []struct {
+		app             App
+		n               int
+		msgs, burst     float64
+		bytesPerIterKiB float64 // the kernel's own messages
+	}{
+		// 8 ranks, 3 hypercube rounds of 8 KiB; the allreduce: 8 x 3.
+		{FT{}, 8, 8*3 + 8*3, 8, 8 * 3 * 8},
+		// 6 ranks: 4 compute (2 rounds); the allreduce over all 6: 6 x 4.
+		{FT{}, 6, 4*2 + 6*4, 4, 4 * 2 * 8},
+		// 8 ranks, two 4 KiB halos each; the allreduce: 8 x 3.
+		{NBody{}, 8, 2*8 + 8*3, 8, 2 * 8 * 4},
+		{NBody{}, 1, 0, 0, 0},
+	} {
+		tr, err := tc.app.(TrafficApp).Traffic(tc.n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := tc.app.Name()
+		near(t, name+" iterations x iteration (s)", tr.Iterations*tr.Iteration.Seconds(), tc.app.Nominal(tc.n).Seconds(), 1e-6)
+		near(t, name+" messages per iteration", tr.Msgs, tc.msgs, 0)
+		near(t, name+" burst", tr.Burst, tc.burst, 0)
+		red := float64(tc.n * allreduceRounds(tc.n))
+		near(t, name+" kernel bytes per iteration (KiB)", (tr.Bytes-24*red)/1024, tc.bytesPerIterKiB, 1e-9)
+	}
+}

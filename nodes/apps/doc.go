@@ -13,7 +13,8 @@
 //
 // The problems as the papers state them. Each application's computation and
 // its messages describe the same problem: wave's string, poisson's grid,
-// allgather's million 10 KB all-gathers, prime's limit, ccr's split. No
+// allgather's million 10 KB all-gathers, prime's limit, ccr's split, ft's
+// hypercube transposes and nbody's ring halos per profile step. No
 // application pads its computation to slow its message rate down to what
 // the host carries; a run that asks more of the host than it has is slowed
 // as a whole by its dilation (latency x d, bandwidth / d, computation x d;

@@ -50,6 +50,37 @@ func (f FT) NominalArgs(nodes int, args map[string]float64) (time.Duration, erro
 	return f.Nominal(nodes), nil
 }
 
+// Traffic implements TrafficApp for a job of nodes single-processor
+// ranks that does not resize: every iteration the largest power of two p
+// of them exchange log2 p slices of "exchange_kb" KiB with their hypercube
+// partners (p messages at once in each round: the burst), then every rank
+// joins the safe point's allreduce of three values (the resize flags and
+// the checksum). The iteration takes the profile's Exec(nodes)/iterations,
+// its messages included, as RunMalleable does.
+func (f FT) Traffic(nodes int, args map[string]float64) (Traffic, error) {
+	a, err := resolve(f.Name(), f.Args(), args)
+	if err != nil {
+		return Traffic{}, err
+	}
+	n := max(nodes, 1)
+	p := floorPow2(n)
+	rounds := float64(log2ceil(p))
+	xchg := a["exchange_kb"] * 1024
+	return malleableTraffic(f.Nominal(n), a["iterations"], n, float64(p)*rounds, float64(p)*rounds*xchg, float64(p), rounds, rounds*xchg), nil
+}
+
+// Peers implements Peered: the hypercube partners of the computing ranks
+// (the largest power of two of them) and the safe point's allreduce.
+func (FT) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	var cube []int
+	if p := floorPow2(n); r < p {
+		for mask := 1; mask < p; mask <<= 1 {
+			cube = append(cube, r^mask)
+		}
+	}
+	return comm.PeerSet(r, cube, comm.AllreducePeers(n, r)), nil
+}
+
 // Run implements App: a run without resizes.
 func (f FT) Run(ctx context.Context, c *comm.Comm, p Params) (Result, error) {
 	return f.RunMalleable(ctx, c, p, nil, nil)

@@ -352,6 +352,21 @@ func iterWork(prof Profile, procs, rankProcs int, iterations float64) time.Durat
 	return time.Duration(float64(prof.Exec(procs))/iterations) * time.Duration(rankProcs)
 }
 
+// malleableTraffic is the Traffic of a malleable application on n ranks
+// that does not resize: exec in iterations steps, each sending msgs
+// messages of bytes in all (burst of them at once, over rounds latency-bound
+// rounds carrying critBytes on the critical path) before the safe point's
+// allreduce of three float64 values (the resize flags and the pending
+// reduction) over all n ranks.
+func malleableTraffic(exec time.Duration, iterations float64, n int, msgs, bytes, burst, rounds, critBytes float64) Traffic {
+	red := float64(n * allreduceRounds(n))
+	if n <= 1 {
+		red = 0
+	}
+	return Traffic{Iteration: time.Duration(float64(exec) / iterations), Msgs: msgs + red, Bytes: bytes + 24*red,
+		Iterations: iterations, Burst: burst, Rounds: rounds + float64(allreduceRounds(n)), CritBytes: critBytes}
+}
+
 // compute emulates the iteration's work: an iteration takes the time the
 // profile gives (at the node's speed) in all, communication included, so
 // the wait is what the iteration's communication since s.begin (exchanges

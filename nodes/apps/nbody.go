@@ -46,6 +46,36 @@ func (b NBody) NominalArgs(nodes int, args map[string]float64) (time.Duration, e
 	return b.Nominal(nodes), nil
 }
 
+// Traffic implements TrafficApp for a job of nodes single-processor
+// ranks that does not resize: every iteration each rank sends "halo_kb"
+// KiB to each ring neighbour, one direction after the other (n messages at
+// once: the burst), then joins the safe point's allreduce of three values.
+// The iteration takes the profile's Exec(nodes)/iterations, its messages
+// included, as RunMalleable does.
+func (b NBody) Traffic(nodes int, args map[string]float64) (Traffic, error) {
+	a, err := resolve(b.Name(), b.Args(), args)
+	if err != nil {
+		return Traffic{}, err
+	}
+	n := max(nodes, 1)
+	halo := a["halo_kb"] * 1024
+	var msgs, rounds float64
+	if n > 1 {
+		msgs, rounds = float64(2*n), 2
+	}
+	return malleableTraffic(b.Nominal(n), a["iterations"], n, msgs, msgs*halo, msgs/2, rounds, rounds*halo), nil
+}
+
+// Peers implements Peered: the two ring neighbours and the safe point's
+// allreduce.
+func (NBody) Peers(n, r int, _ map[string]float64) ([]int, error) {
+	var ring []int
+	if n > 1 {
+		ring = []int{(r + 1) % n, (r + n - 1) % n}
+	}
+	return comm.PeerSet(r, ring, comm.AllreducePeers(n, r)), nil
+}
+
 // Run implements App: a run without resizes.
 func (b NBody) Run(ctx context.Context, c *comm.Comm, p Params) (Result, error) {
 	return b.RunMalleable(ctx, c, p, nil, nil)
