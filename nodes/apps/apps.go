@@ -423,9 +423,10 @@ func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(
 			// The job fails with its first failed rank, as a runner fails
 			// it: a rank waiting for one it never connected to would not
 			// hear of the failure from the failed rank's own abort.
+			why := fmt.Errorf("%s rank %d failed: %w", app.Name(), i, errs[i])
 			for k, c := range cs {
 				if k != i {
-					c.Abort(fmt.Errorf("%s rank %d failed: %w", app.Name(), i, errs[i]))
+					c.Abort(why)
 				}
 			}
 		}

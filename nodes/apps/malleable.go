@@ -359,10 +359,7 @@ func iterWork(prof Profile, procs, rankProcs int, iterations float64) time.Durat
 // allreduce of three float64 values (the resize flags and the pending
 // reduction) over all n ranks.
 func malleableTraffic(exec time.Duration, iterations float64, n int, msgs, bytes, burst, rounds, critBytes float64) Traffic {
-	red := float64(n * allreduceRounds(n))
-	if n <= 1 {
-		red = 0
-	}
+	red := float64(n * allreduceRounds(n)) // none on one rank
 	return Traffic{Iteration: time.Duration(float64(exec) / iterations), Msgs: msgs + red, Bytes: bytes + 24*red,
 		Iterations: iterations, Burst: burst, Rounds: rounds + float64(allreduceRounds(n)), CritBytes: critBytes}
 }
