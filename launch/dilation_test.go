@@ -78,7 +78,8 @@ func TestTimeScaleFor(t *testing.T) {
 	if note != "" || math.Abs(k-want) > 0.01 {
 		t.Fatalf("time scale %g (%q), want %g", k, note, want)
 	}
-	// A budget so small that wave would keep fewer than MinIterations steps.
+	// A budget so small that wave would keep fewer than MinIterations steps
+	// (62 frames a step: too few to keep fewer).
 	p.WallBudget = time.Millisecond
 	k, note = TimeScaleFor(p, 25)
 	if !strings.Contains(note, "fewer than") || math.Abs(k-964912.0/MinIterations) > 0.01 {
@@ -87,6 +88,56 @@ func TestTimeScaleFor(t *testing.T) {
 	est := EstimatedWall(&scenarios.Plan{Dilation: 10, TimeScale: 5, Duration: time.Minute})
 	if est != 2*time.Minute {
 		t.Fatalf("estimated wall %s", est)
+	}
+}
+
+// A job whose iterations are dense in frames keeps fewer than
+// MinIterations of them, never fewer than MinSteadyIterations; a job of the
+// fewest count that sends few frames, or one with more iterations than the
+// fewest (not snapped exact), keeps MinIterations.
+func TestTimeScaleForFrameDenseJobs(t *testing.T) {
+	ag, err := apps.TrafficOf(apps.Allgather{}, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag.Msgs*MinSteadyIterations < MinFrames {
+		t.Fatalf("an all-gather on 32 nodes sends %g frames; the cases below assume %d calls carry %d", ag.Msgs, MinSteadyIterations, MinFrames)
+	}
+	for _, c := range []struct {
+		name  string
+		jobs  []scenarios.Job
+		iters float64 // the fewest-counted job's iterations at the chosen time scale
+	}{
+		{"allgather on 32 nodes", []scenarios.Job{{App: "allgather", Size: 32}}, MinSteadyIterations},
+		{"allgather on 4 nodes: 12 frames a call", []scenarios.Job{{App: "allgather", Size: 4}}, MinIterations},
+		{"both sizes: the small one keeps 20", []scenarios.Job{{App: "allgather", Size: 32}, {App: "allgather", Size: 4}}, MinIterations},
+		{"beside wave, which has fewer", []scenarios.Job{{App: "allgather", Size: 32}, {App: "wave", Size: 32}}, MinIterations},
+		{"wave alone: 62 frames a step", []scenarios.Job{{App: "wave", Size: 32}}, MinIterations},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := demandPlan(c.jobs...)
+			p.Duration = 0
+			p.WallBudget = time.Millisecond
+			k, note := TimeScaleFor(p, 100)
+			if !strings.Contains(note, "fewer than") {
+				t.Fatalf("note %q", note)
+			}
+			fewest := math.Inf(1)
+			for _, j := range c.jobs {
+				a, _ := apps.Lookup(j.App)
+				tr, err := apps.TrafficOf(a, j.Size, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fewest = math.Min(fewest, tr.Iterations)
+				if n := math.Round(tr.Iterations / k); n < MinSteadyIterations {
+					t.Errorf("%s on %d nodes keeps %g iterations", j.App, j.Size, n)
+				}
+			}
+			if got := fewest / k; math.Abs(got-c.iters) > 1e-6 {
+				t.Fatalf("time scale %g leaves the fewest-counted job %g iterations, want %g", k, got, c.iters)
+			}
+		})
 	}
 }
 

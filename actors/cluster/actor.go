@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -204,7 +205,10 @@ func (m *manager) load(ctx actor.Context, x *msg.NodeLoad) {
 
 // probe measures every target off the handler (Env.Go: a goroutine, inline
 // under the simulation clock) and replies when done, so the
-// manager keeps answering claims meanwhile.
+// manager keeps answering claims meanwhile. The targets are measured at
+// once, each over its own link, so a round takes as long as its slowest
+// link rather than the sum of them (at dilation 1000 a round of four
+// clusters one after the other took about a minute).
 func (m *manager) probe(req *msg.ProbeRequest) {
 	if m.cfg.Prober == nil {
 		m.cfg.Env.System.Root.Send(req.ReplyTo.PID(), &msg.ProbeResult{Error: m.cfg.Name + ": no prober configured"})
@@ -216,19 +220,35 @@ func (m *manager) probe(req *msg.ProbeRequest) {
 		timeout = 2 * time.Minute
 	}
 	env.Go(func() {
+		links := make([]*msg.LinkEstimate, len(req.Targets))
+		errs := make([]string, len(req.Targets))
+		var wg sync.WaitGroup
+		for i, t := range req.Targets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pctx, cancel := context.WithTimeout(ctx, timeout)
+				lat, bw, err := m.cfg.Prober.Measure(pctx, t.Cluster, t.Addr, int(req.BandwidthBytes))
+				cancel()
+				if err != nil {
+					errs[i] = name + "->" + t.Cluster + ": " + err.Error()
+					return
+				}
+				links[i] = &msg.LinkEstimate{
+					Src: name, Dst: t.Cluster, Measured: true, AtS: env.Now(),
+					LatencyMs: float64(lat) / float64(time.Millisecond), BandwidthMbps: bw / 1e6,
+				}
+			}()
+		}
+		wg.Wait()
 		res := &msg.ProbeResult{}
-		for _, t := range req.Targets {
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			lat, bw, err := m.cfg.Prober.Measure(pctx, t.Cluster, t.Addr, int(req.BandwidthBytes))
-			cancel()
-			if err != nil {
-				res.Error = name + "->" + t.Cluster + ": " + err.Error()
-				continue
+		for i := range links {
+			if links[i] != nil {
+				res.Links = append(res.Links, links[i])
 			}
-			res.Links = append(res.Links, &msg.LinkEstimate{
-				Src: name, Dst: t.Cluster, Measured: true, AtS: env.Now(),
-				LatencyMs: float64(lat) / float64(time.Millisecond), BandwidthMbps: bw / 1e6,
-			})
+			if errs[i] != "" {
+				res.Error = errs[i] // the last, as before
+			}
 		}
 		env.System.Root.Send(req.ReplyTo.PID(), res)
 	})

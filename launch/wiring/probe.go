@@ -157,29 +157,25 @@ const minProbeWait = 2 * time.Minute
 // ProbeTimeouts is how long one link's probe may take (perLink: three
 // times the slowest link's expected probe, at least minProbeWait) and how
 // long the launcher waits for the first probe round (round: twice the
-// longest a cluster manager takes to probe every cluster in turn, plus
-// perLink, at least minProbeWait), on the spec's links at its dilation. At
-// dilation 1000 the probe of the Vrije-Leiden link alone (1 s one way, 77
-// KB/s) takes about a minute.
+// slowest link's probe, since a cluster manager probes its links at once,
+// plus perLink, at least minProbeWait), on the spec's links at its
+// dilation. At dilation 1000 the probe of the Vrije-Leiden link alone (1 s
+// one way, 77 KB/s) takes about a minute.
 func (s *Spec) ProbeTimeouts() (perLink, round time.Duration) {
 	d := max(s.Dilation, 1)
 	opts := probeOptions(s.ProbeBytes)
-	var slowest, longest time.Duration
+	var slowest time.Duration
 	for _, a := range s.Clusters {
-		var sum time.Duration
 		for _, b := range s.Clusters {
 			l, err := s.Links.Link(a.Name, b.Name)
 			if err != nil || l.Unavailable {
 				continue
 			}
-			t := opts.Expected(time.Duration(float64(l.Latency)*d), l.Bandwidth/d)
-			slowest = max(slowest, t)
-			sum += t
+			slowest = max(slowest, opts.Expected(time.Duration(float64(l.Latency)*d), l.Bandwidth/d))
 		}
-		longest = max(longest, sum)
 	}
 	perLink = max(minProbeWait, 3*slowest)
-	return perLink, max(minProbeWait, 2*longest+perLink)
+	return perLink, max(minProbeWait, 2*slowest+perLink)
 }
 
 // AwaitProbes waits up to wait (Spec.ProbeTimeouts) for the information

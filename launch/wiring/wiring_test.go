@@ -158,7 +158,8 @@ func TestOptionsDefaults(t *testing.T) {
 
 // Probes get the time dilated links need: about two minutes at dilation 1, and
 // at dilation 1000 more than a minute for the slowest link (the das3
-// wide-area links are 0.4-1 ms, 77-185 MB/s) and the round its sum.
+// wide-area links are 0.4-1 ms, 77-185 MB/s) and the round, whose links are
+// probed at once, twice the slowest plus that.
 func TestProbeTimeouts(t *testing.T) {
 	plan := testPlan(t)
 	s := SpecFromPlan(plan, 256<<10)
