@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -322,7 +323,7 @@ func (p *DockerPlatform) Start(ctx context.Context, hosts []HostSpec, g *Grid) e
 			Args:  []string{"node", "--role", h.Role, "--name", h.Name, "--cluster", h.Cluster, "--ip", ip.String()},
 			Ready: docker.Readiness{None: true},
 			// The same TCP on every emulated host as on the netns backend.
-			Sysctls: map[string]string{"net.ipv4.tcp_congestion_control": netns.CongestionControl},
+			Sysctls: maps.Clone(netns.HostSysctls),
 		}
 		switch h.Role {
 		case membership.RoleNode, membership.RoleCluster:
