@@ -34,7 +34,22 @@ type PingPongOptions struct {
 	LatencyWarmup   int // unmeasured 8-byte round trips before them (default DefaultLatencyWarmup)
 	BandwidthRounds int // MsgSize round trips (default 10; negative: none, Bandwidth stays 0)
 	MsgSize         int // bandwidth message size (default BandwidthMsgSize)
+	// Budget, when > 0, bounds each phase by wall time on a long link: the
+	// phase's first warm-up round trip is timed, and when the rest would
+	// take longer than Budget, the phase skips its other warm-ups and
+	// measures only as many round trips as fit in Budget (at least
+	// minBudgetLatency of the latency phase, one of the bandwidth phase).
+	// A dilated link's round trip is long against the host's noise, so
+	// fewer round trips measure it as well. Calibration leaves it 0; the
+	// information service's probes set it.
+	Budget time.Duration
 }
+
+// The least round trips a phase cut by PingPongOptions.Budget measures.
+const (
+	minBudgetLatency   = 3
+	minBudgetBandwidth = 1
+)
 
 // DefaultLatencyRounds is PingPongOptions.LatencyRounds when not set.
 const DefaultLatencyRounds = 200
@@ -217,7 +232,7 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 		}
 		return fmt.Errorf("netem: ping-pong: %w", err)
 	}
-	lat, err := rounds(conn, 8, o.LatencyWarmup, o.LatencyRounds)
+	lat, err := phase(conn, 8, o.LatencyWarmup, o.LatencyRounds, o.Budget, minBudgetLatency)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}
@@ -230,7 +245,7 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 	if o.BandwidthRounds < 0 {
 		return r, nil
 	}
-	bw, err := rounds(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds)
+	bw, err := phase(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds, o.Budget, minBudgetBandwidth)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}
@@ -239,6 +254,25 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 		r.Bandwidth = float64(o.MsgSize) / (bwMed.Seconds() / 2)
 	}
 	return r, nil
+}
+
+// phase runs warmup+n round trips of size bytes (rounds) and returns the
+// measured ones; with a budget, it times the first warm-up and, when the
+// rest would not fit in budget, measures only what fits (at least least)
+// without the other warm-ups.
+func phase(c net.Conn, size, warmup, n int, budget time.Duration, least int) ([]time.Duration, error) {
+	if budget <= 0 || warmup < 1 {
+		return rounds(c, size, warmup, n)
+	}
+	first, err := rounds(c, size, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	rtt := max(first[0], time.Nanosecond)
+	if time.Duration(warmup-1+n)*rtt <= budget {
+		return rounds(c, size, warmup-1, n)
+	}
+	return rounds(c, size, 0, max(least, min(n, int(budget/rtt))))
 }
 
 // rounds runs warmup+n round trips of size bytes and returns the n measured

@@ -301,3 +301,50 @@ func TestPingPongExpected(t *testing.T) {
 		t.Fatalf("no bandwidth rounds: expected %s, want %s", got, want)
 	}
 }
+
+// shapedPingPong runs one MeasurePingPong with opts over link (both ways
+// through a userspace shaper) and returns the bytes the client's shaper
+// released to it: the server's echoes, one message per round trip.
+func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) int64 {
+	t.Helper()
+	srv, cli := newTestEgress(link), newTestEgress(link)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ServePingPong(ctx, WrapListener(ln, srv, "a")) }()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cli.Wrap(raw, "b")
+	if r, err := MeasurePingPong(context.Background(), c, opts); err != nil || r.Latency < link.Latency/2 || r.Bandwidth <= 0 {
+		t.Fatalf("budgeted ping-pong: %+v %v", r, err)
+	}
+	_ = c.Close()
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return cli.Stats().Bytes
+}
+
+// A budget cuts the phases of a link whose round trip is long against it
+// (25 ms one way, a 100 ms budget: the latency phase keeps its first
+// warm-up and the 3 round trips it never goes below, the bandwidth phase
+// one warm-up and one measured), and leaves a short link's counts whole.
+func TestPingPongBudget(t *testing.T) {
+	const size = 64 << 10
+	opts := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 5, MsgSize: size, Budget: 100 * time.Millisecond}
+	long := shapedPingPong(t, Link{Latency: 25 * time.Millisecond, Bandwidth: 10e6}, opts)
+	if want := int64(4*8 + 2*size); long != want {
+		t.Errorf("long link: client received %d bytes, want %d (4 latency and 2 bandwidth round trips)", long, want)
+	}
+	opts.Budget = time.Minute
+	short := shapedPingPong(t, Link{Latency: 100 * time.Microsecond, Bandwidth: 100e6}, opts)
+	if want := int64((DefaultLatencyWarmup+10)*8 + (bandwidthWarmup+5)*size); short != want {
+		t.Errorf("short link: client received %d bytes, want %d (every round trip)", short, want)
+	}
+}

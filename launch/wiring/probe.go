@@ -139,16 +139,24 @@ func readLine(r io.Reader, max int) (string, error) {
 }
 
 // probeOptions is the information service's ping-pong of one link: ten
-// 8-byte round trips after two warm-ups and two of bwBytes. A dilated
-// wide-area link (1 ms x 1000) makes each round trip 2 s of wall time, so
-// the counts stay small (see Spec.ProbeTimeouts for the time they take).
+// 8-byte round trips after two warm-ups and two of bwBytes, each phase cut
+// to what fits in probeBudget once its first warm-up shows a long link. A
+// dilated wide-area link (1 ms x 500) makes each 8-byte round trip 1 s of
+// wall time and each round trip of 256 KiB at 77 MB/s / 500 4.4 s: the
+// first probe round of four Myri-10G clusters at dilation 500 took 28.5 s
+// with the full counts, 12.3 s with the cut ones (Spec.ProbeTimeouts
+// bounds the full counts).
 func probeOptions(bwBytes int) netem.PingPongOptions {
-	o := netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes, LatencyWarmup: 2}
+	o := netem.PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: bwBytes, LatencyWarmup: 2, Budget: probeBudget}
 	if bwBytes <= 0 {
 		o.BandwidthRounds = -1 // latency only
 	}
 	return o
 }
+
+// probeBudget is the wall time each phase of a link's probe aims at
+// (netem.PingPongOptions.Budget).
+const probeBudget = 2 * time.Second
 
 // minProbeWait is the least time a probe, or the first probe round, is
 // given, however short the links.
