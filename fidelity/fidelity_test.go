@@ -223,6 +223,14 @@ func TestChoose(t *testing.T) {
 		// 62 x 8 µs + 20 µs = 1756 µs against 10 % of 30 µs: 585.3 -> 600
 		// (the message rate's share would ask 800).
 		{"measured burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 600, "take 1.736ms"},
+		// A job whose one exchange is its burst is charged BurstOnceMargin:
+		// 7 x 32 x 10 µs + 20 µs = 2260 µs against 10 % of 30 µs: 753.3 ->
+		// 800, where the same burst every step asks 3.5 x 32 x 10 µs + 20
+		// µs: 380 -> 400.
+		{"one-off burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, BurstOnce: 32}, 800, "32 messages at once, a job's one exchange, take 2.24ms"},
+		{"the same burst every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 32}, 400, "take 1.12ms"},
+		// Both: the larger of the two.
+		{"one-off and every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62, BurstOnce: 32}, 800, "32 messages at once, a job's one exchange, take 2.24ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -123,7 +123,7 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 		msgs, bytes float64
 	}
 	var edges []edge
-	var burst float64
+	var burst, once float64
 	for _, j := range plan.Jobs {
 		app, err := apps.Lookup(j.App)
 		if err != nil {
@@ -134,7 +134,11 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 			continue
 		}
 		m, b := t.Rates()
-		burst = max(burst, t.Burst)
+		if t.Once {
+			once = max(once, t.Burst)
+		} else {
+			burst = max(burst, t.Burst)
+		}
 		d, err := apps.NominalArgs(app, j.Size, j.Args)
 		if err != nil || d <= 0 {
 			continue
@@ -163,7 +167,7 @@ func DemandOf(plan *scenarios.Plan) fidelity.Demand {
 		peakNodes = max(peakNodes, min(nodes, total))
 	}
 	d.MinLatency = minLatency(plan)
-	d.Burst = burst
+	d.Burst, d.BurstOnce = burst, once
 	d.Why = fmt.Sprintf("%d jobs, at most %d nodes busy at once", len(plan.Jobs), peakNodes)
 	return d
 }

@@ -44,20 +44,27 @@ func TestDemandOf(t *testing.T) {
 		name        string
 		jobs        []scenarios.Job
 		msgs, bytes float64
+		// Bursts: wave's 62 boundary messages every step, prime's one
+		// allreduce of 32 (a job's one exchange).
+		burst, once float64
 	}{
-		{"one job", []scenarios.Job{{App: "wave", Size: 32}}, wm, wb},
-		{"overlapping jobs add up", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: time.Second}}, wm + pm, wb + pb},
-		{"jobs apart do not", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: wd + time.Second}}, math.Max(wm, pm), math.Max(wb, pb)},
+		{"one job", []scenarios.Job{{App: "wave", Size: 32}}, wm, wb, 62, 0},
+		{"overlapping jobs add up", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: time.Second}}, wm + pm, wb + pb, 62, 0},
+		{"jobs apart do not", []scenarios.Job{{App: "wave", Size: 32}, {App: "poisson", Size: 16, Submit: wd + time.Second}}, math.Max(wm, pm), math.Max(wb, pb), 62, 0},
 		// 5 jobs of 32 on 128 nodes: at most 4 run at once.
 		{"capped by the platform", []scenarios.Job{{App: "wave", Size: 32}, {App: "wave", Size: 32}, {App: "wave", Size: 32},
-			{App: "wave", Size: 32}, {App: "wave", Size: 32}}, 4 * wm, 4 * wb},
-		{"compute-bound", []scenarios.Job{{App: "prime", Size: 32}}, 0, 0},
+			{App: "wave", Size: 32}, {App: "wave", Size: 32}}, 4 * wm, 4 * wb, 62, 0},
+		{"compute-bound", []scenarios.Job{{App: "prime", Size: 32}}, 0, 0, 0, 32},
+		{"both kinds of burst", []scenarios.Job{{App: "prime", Size: 32}, {App: "wave", Size: 32}}, wm, wb, 62, 32},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := DemandOf(demandPlan(c.jobs...))
 			if math.Abs(d.MsgsPerSec-c.msgs) > 1e-6*c.msgs+1e-9 || math.Abs(d.BytesPerSec-c.bytes) > 1e-6*c.bytes+1e-9 {
 				t.Fatalf("demand %.0f msgs/s %.0f B/s, want %.0f and %.0f", d.MsgsPerSec, d.BytesPerSec, c.msgs, c.bytes)
+			}
+			if d.Burst != c.burst || d.BurstOnce != c.once {
+				t.Fatalf("bursts %g every step, %g once; want %g and %g", d.Burst, d.BurstOnce, c.burst, c.once)
 			}
 			if d.MinLatency != 30*time.Microsecond {
 				t.Fatalf("min latency %s", d.MinLatency)

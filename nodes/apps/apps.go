@@ -82,6 +82,10 @@ type Traffic struct {
 	// step of a lock-step exchange): the host must handle them all within a
 	// small share of the link's latency.
 	Burst float64
+	// Once says that Burst is the job's one exchange (after all its
+	// computation): its frames' tail is that one burst's, which the
+	// dilation must cover with a wider margin (fidelity.BurstOnceMargin).
+	Once bool
 	// Rounds are the latency-bound message rounds on an iteration's
 	// critical path, and CritBytes the bytes that cross its slowest link
 	// one after the other: what a slower link adds to an iteration (On).
