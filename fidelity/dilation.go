@@ -179,6 +179,21 @@ func (d Demand) burstMsgs() float64 {
 
 // burstPerMsg is the host's time per message of a burst: measured, or
 // else one message's share of the message rate.
+// Shared is the part of the host one of n runs under way at once may count
+// on (a study's or a sweep's cells run side by side): each carries 1/n of
+// the message and byte rates, and a burst may meet the others' bursts, so
+// each message of it is charged n times the time it took alone. The floor
+// is the machine's and stays. n <= 1 is the whole host.
+func (c Capacity) Shared(n int) Capacity {
+	if n <= 1 {
+		return c
+	}
+	c.BurstPerMsg = c.burstPerMsg() * time.Duration(n)
+	c.MsgsPerSec /= float64(n)
+	c.BytesPerSec /= float64(n)
+	return c
+}
+
 func (c Capacity) burstPerMsg() time.Duration {
 	if c.BurstPerMsg > 0 {
 		return c.BurstPerMsg

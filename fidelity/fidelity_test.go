@@ -246,6 +246,45 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// Runs that share the host each get their share: half the rates and twice
+// the time per message of a burst for two, the floor unchanged.
+func TestChooseShared(t *testing.T) {
+	capa := Capacity{MsgsPerSec: 100e3, BytesPerSec: 1e9, Floor: 20 * time.Microsecond, BurstPerMsg: 8 * time.Microsecond}
+	if got := capa.Shared(1); got != capa {
+		t.Fatalf("Shared(1) = %+v, want the whole host", got)
+	}
+	two := capa.Shared(2)
+	if two.MsgsPerSec != 50e3 || two.BytesPerSec != 0.5e9 || two.BurstPerMsg != 16*time.Microsecond || two.Floor != capa.Floor {
+		t.Fatalf("Shared(2) = %+v", two)
+	}
+	// A burst of 62 charged at 5 µs a message (from the message rate) when
+	// no burst was measured: twice that when shared by two.
+	if got := (Capacity{MsgsPerSec: 200e3}).Shared(2).BurstPerMsg; got != 10*time.Microsecond {
+		t.Fatalf("unmeasured burst shared by two: %s a message, want 10µs", got)
+	}
+	cases := []struct {
+		name       string
+		d          Demand
+		alone, two float64
+	}{
+		// 1e6 messages/s: 20 alone, 40 shared.
+		{"messages", Demand{MsgsPerSec: 1e6, MinLatency: time.Second}, 20, 40},
+		// 3.5 x 62 x 8 µs + 20 µs = 1756 µs against 3 µs: 585.3 -> 600;
+		// shared, 3.5 x 62 x 16 µs + 20 µs = 3492 µs: 1164 -> capped at 1000.
+		{"burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 600, MaxAuto},
+		// The floor is the machine's: 15 either way.
+		{"floor", Demand{MsgsPerSec: 1, BytesPerSec: 1, MinLatency: 30 * time.Microsecond}, 15, 15},
+	}
+	for _, c := range cases {
+		if got := Choose(capa, c.d).Dilation; got != c.alone {
+			t.Errorf("%s alone: dilation %g, want %g", c.name, got, c.alone)
+		}
+		if got := Choose(two, c.d).Dilation; got != c.two {
+			t.Errorf("%s shared by two: dilation %g, want %g", c.name, got, c.two)
+		}
+	}
+}
+
 func TestParseCPU(t *testing.T) {
 	a, err := parseCPU("cpu  100 0 50 800 50 0 0 0 0 0")
 	if err != nil {

@@ -74,7 +74,10 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 			fmt.Fprintf(opts.Progress, "host: measured %s: %.0f messages/s, %.0f MB/s, lateness floor %s (kept for later runs; `koala-emu host` shows it)\n",
 				backend, c.MsgsPerSec, c.BytesPerSec/1e6, c.Floor)
 		}
-		*choice = fidelity.Choose(c, demand)
+		*choice = fidelity.Choose(c.Shared(opts.HostShare), demand)
+		if opts.HostShare > 1 {
+			choice.Reason += fmt.Sprintf(" (the host shared by %d runs at once)", opts.HostShare)
+		}
 	}
 	k := plan.TimeScale
 	if plan.WallBudget > 0 {
@@ -323,6 +326,21 @@ func snapIterations(k, n float64) float64 {
 		}
 	}
 	return math.Round(k*100) / 100
+}
+
+// ShareHost prepares n runs of b to run side by side (a study's or a
+// sweep's cells) and returns the Options.HostShare each should carry: n
+// for an emulated backend, 0 for one alone or a simulation (which uses no
+// host capacity). The host's capacity is measured first when it is not
+// kept, alone, so that runs started together do not measure each other.
+func ShareHost(ctx context.Context, b Backend, n int) (int, error) {
+	if n <= 1 || b.Capabilities().Simulated {
+		return 0, nil
+	}
+	if _, _, err := HostCapacity(ctx, b.Name(), false); err != nil {
+		return 0, fmt.Errorf("measuring the host before %d runs share it: %w", n, err)
+	}
+	return n, nil
 }
 
 // HostCapacity returns the host's capacity for backend: the kept figures,

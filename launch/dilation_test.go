@@ -235,3 +235,46 @@ func TestDrainFor(t *testing.T) {
 		t.Fatalf("drain %s, want %s", got, want)
 	}
 }
+
+// A run that shares the host with another is dilated for its share, and
+// says so; ShareHost hands a share only to emulated runs side by side.
+func TestPrepareSharedHost(t *testing.T) {
+	t.Setenv("KOALA_EMU_CACHE", t.TempDir())
+	// Few messages a second and fast bursts: the rates decide, not the
+	// floor or the bursts.
+	c := fidelity.Capacity{Backend: "inproc", Machine: hostprobe.MachineID(), MsgsPerSec: 2e3, BytesPerSec: 1e9,
+		Floor: time.Microsecond, BurstPerMsg: time.Nanosecond, Measured: time.Now(), Probe: hostprobe.Version}
+	if err := hostprobe.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	choose := func(share int) *fidelity.Choice {
+		t.Helper()
+		p := demandPlan(scenarios.Job{App: "prime", Size: 8}, scenarios.Job{App: "wave", Size: 8})
+		p.DilationAuto = true
+		opts, err := Prepare(context.Background(), "inproc", p, Options{HostShare: share})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return opts.Dilation
+	}
+	alone, shared := choose(0), choose(2)
+	if shared.Dilation < 1.5*alone.Dilation || !strings.Contains(shared.Reason, "shared by 2 runs") || strings.Contains(alone.Reason, "shared") {
+		t.Fatalf("alone %g (%s), shared by two %g (%s): want at least 1.5 times, and said", alone.Dilation, alone.Reason, shared.Dilation, shared.Reason)
+	}
+
+	for _, c := range []struct {
+		name string
+		b    Backend
+		n    int
+		want int
+	}{
+		{"one run", inproc{}, 1, 0},
+		{"a simulation uses no host", simBackend{}, 4, 0},
+		{"two emulated runs", inproc{}, 2, 2},
+	} {
+		got, err := ShareHost(context.Background(), c.b, c.n)
+		if err != nil || got != c.want {
+			t.Errorf("%s: share %d (%v), want %d", c.name, got, err, c.want)
+		}
+	}
+}

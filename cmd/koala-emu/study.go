@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -154,6 +155,7 @@ func newClusterCountCmd(a *app) *cobra.Command {
 	fs.StringVar(&f.out, "out", "", "write study.json to this directory (default: none)")
 	fs.BoolVar(&f.all, "all-combinations", false, "run every combination of k clusters, not only the first k")
 	fs.DurationVar(&f.cellWall, "cell-wall", 40*time.Second, "wall time each run should take: its time scale follows from it and the dilation the host needs (a run that needs more time to stay faithful takes it; --time-scale overrides)")
+	fs.IntVar(&f.parallel, "parallel", 0, "cells run at once, each dilated for its share of the host (default: 2 on inproc, 1 elsewhere)")
 	f.register(fs, a)
 	addJSONFlag(cmd, &f.asJSON, "the rows")
 	f.o.register(fs)
@@ -169,6 +171,7 @@ type studyFlags struct {
 	scenario string
 	all      bool
 	cellWall time.Duration
+	parallel int
 }
 
 // clusterCount runs the study, appending each run's row to out.Rows, and
@@ -199,8 +202,15 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 		base.TimeScale, base.WallBudget = nil, &scenarios.WallBudget{Seconds: f.cellWall.Seconds()}
 	}
 	opts := launch.Options{RequireFaithful: f.requireFaithful, Progress: io.Discard, KeepDilation: true, SimModel: f.model}
+	parallel, err := studyParallel(cmd, b.Name(), f.parallel)
+	if err != nil {
+		return err
+	}
+	if opts.HostShare, err = launch.ShareHost(cmd.Context(), b, parallel); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
 	appList := strings.Split(f.apps, ",")
-	var failures []string
+	var cells []studyCell
 	for _, name := range ics {
 		cs := clusterSets[name]
 		for _, app := range appList {
@@ -210,27 +220,28 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 					combos = [][]string{cs.clusters[:k]}
 				}
 				for _, combo := range combos {
-					row, err := studyRun(cmd.Context(), b, opts, base, ov, name, app, combo, f.size)
-					if err != nil {
-						var failed *cellFailed
-						if !errors.As(err, &failed) || cmd.Context().Err() != nil {
-							return err
-						}
-						failures = append(failures, err.Error())
-					}
-					fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s, dilation %g, time scale %g) %s %s %s %s\n", name, app,
-						strings.Join(combo, "+"), row.ExecS, row.WallS, row.Dilation, row.TimeScale, row.Status, row.Reason, row.Verdict, strings.Join(row.Why, "; "))
-					out.Rows = append(out.Rows, row)
+					cells = append(cells, studyCell{ic: name, app: app, combo: combo})
 				}
 			}
 		}
+	}
+	rows, failures, err := runCells(cmd.Context(), cells, parallel, func(ctx context.Context, c studyCell) (StudyRow, error) {
+		row, err := studyRun(ctx, b, opts, base, ov, c.ic, c.app, c.combo, f.size)
+		if err == nil || errors.As(err, new(*cellFailed)) {
+			fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s, dilation %g, time scale %g) %s %s %s %s\n", c.ic, c.app,
+				strings.Join(c.combo, "+"), row.ExecS, row.WallS, row.Dilation, row.TimeScale, row.Status, row.Reason, row.Verdict, strings.Join(row.Why, "; "))
+		}
+		return row, err
+	})
+	out.Rows = append(out.Rows, rows...)
+	if err != nil {
+		return err
 	}
 	w := a.stdout
 	if f.asJSON {
 		w = a.stderr
 	}
 	printStudy(w, out.Rows, ics, appList)
-	err = nil
 	if f.out != "" {
 		err = writeStudy(f.out, out.Rows)
 	}
@@ -238,6 +249,93 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 		err = errors.Join(err, fmt.Errorf("study: %d of %d runs failed (their rows say so): %s", len(failures), len(out.Rows), strings.Join(failures, "; ")))
 	}
 	return err
+}
+
+// studyCell is one run of a study: an interconnect, an application and
+// the clusters its job is split over.
+type studyCell struct {
+	ic, app string
+	combo   []string
+}
+
+// studyParallel is how many cells run at once: the flag's value, or by
+// default 2 on inproc (where the host's capacity is shared out by auto
+// dilation, fidelity.Capacity.Shared) and 1 on the other backends (a
+// kernel backend's grid of processes or containers takes the host's CPU
+// to start).
+func studyParallel(cmd *cobra.Command, backend string, n int) (int, error) {
+	if cmd.Flags().Changed("parallel") {
+		if n < 1 {
+			return 0, usagef("--parallel %d: at least 1", n)
+		}
+		return n, nil
+	}
+	if backend == "inproc" {
+		return 2, nil
+	}
+	return 1, nil
+}
+
+// runCells runs every cell on up to parallel workers and returns the rows
+// in the cells' order (a cell that did not run has no row) and the
+// failures of cells that started and failed. Any other error stops the
+// cells not yet started, lets the running ones end with the context, and
+// is returned.
+func runCells(parent context.Context, cells []studyCell, parallel int, run func(context.Context, studyCell) (StudyRow, error)) ([]StudyRow, []string, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	rows := make([]*StudyRow, len(cells))
+	failed := make([]string, len(cells))
+	errs := make([]error, len(cells))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(parallel, 1), len(cells)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if ctx.Err() != nil {
+					continue // handed out as the study stopped
+				}
+				row, err := run(ctx, cells[i])
+				var cf *cellFailed
+				switch {
+				case err == nil:
+					rows[i] = &row
+				case errors.As(err, &cf) && ctx.Err() == nil:
+					rows[i], failed[i] = &row, err.Error()
+				default:
+					errs[i] = err
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := range cells {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	var out []StudyRow
+	var failures []string
+	for i := range cells {
+		if rows[i] != nil {
+			out = append(out, *rows[i])
+		}
+		if failed[i] != "" {
+			failures = append(failures, failed[i])
+		}
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		err = parent.Err()
+	}
+	return out, failures, err
 }
 
 // cellFailed is a run of a study that started and failed: the study

@@ -58,7 +58,7 @@ utilisation, dilation and fidelity verdict). See sweep/testdata for examples.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.out, "out", "sweep", "directory of the sweep: a directory per cell, sweep.csv and sweep.json")
 	fs.StringVar(&f.backend, "backend", "", "replace the sweep file's backend: "+a.backendHelp()+" (default: the file's, else "+defaultBackend+")")
-	fs.IntVar(&f.parallel, "parallel", 0, "cells run at once (default: the file's, else 1; emulated runs share the host, so keep 1 for faithful runs)")
+	fs.IntVar(&f.parallel, "parallel", 0, "cells run at once (default: the file's, else 1); on an emulated backend each cell's auto dilation is chosen for its share of the host")
 	addModelFlag(fs, &f.model)
 	addJSONFlag(cmd, &f.asJSON, "the counts of cells")
 	return cmd
@@ -85,6 +85,9 @@ func runSweep(ctx context.Context, a *app, file string, f *sweepFlags, o *sweepO
 	parallel := f.parallel
 	if parallel <= 0 {
 		parallel = sw.Parallel
+	}
+	if opts.HostShare, err = launch.ShareHost(ctx, b, parallel); err != nil {
+		return fmt.Errorf("sweep %s: %w", file, err)
 	}
 	env := launch.ScenarioEnv()
 	progress := io.Writer(a.stderr)

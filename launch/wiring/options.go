@@ -40,6 +40,11 @@ type Options struct {
 	// (studies set it: their figures must be faithful). Without it the
 	// budget wins and the run says it is degraded (a smoke run).
 	KeepDilation bool
+	// HostShare is how many runs share the host at once (a study's or a
+	// sweep's cells run side by side); auto dilation carries this run's
+	// demand on its share of the host's capacity (fidelity.Capacity.Shared).
+	// 0 or 1: the run has the host to itself.
+	HostShare int
 	// Dilation is how the run's dilation was chosen (launch.Prepare sets
 	// it); it is reported in results.json's fidelity section.
 	Dilation *fidelity.Choice
