@@ -146,31 +146,7 @@ func TestPingPongUnshaped(t *testing.T) {
 }
 
 func TestPingPongShapedBothWays(t *testing.T) {
-	link := Link{Bandwidth: 100e6, Latency: 300 * time.Microsecond}
-	srv := newTestEgress(link)
-	cli := newTestEgress(link)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- ServePingPong(ctx, WrapListener(ln, srv, "a")) }()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cli.Wrap(raw, "b")
-	if _, err := MeasurePingPong(context.Background(), c, PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
+	cli, srv := shapedPingPong(t, Link{Bandwidth: 100e6, Latency: 300 * time.Microsecond}, PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2})
 	// Both directions went through a shaper: 30 8-byte rounds and 4 1 MB
 	// rounds (warm-up included) each way.
 	want := int64(30*8 + 4*BandwidthMsgSize)
@@ -302,12 +278,12 @@ func TestPingPongExpected(t *testing.T) {
 	}
 }
 
-// shapedPingPong runs one MeasurePingPong with opts over link (both ways
-// through a userspace shaper) and returns the bytes the client's shaper
-// released to it: the server's echoes, one message per round trip.
-func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) int64 {
+// shapedPingPong runs one MeasurePingPong with opts over link, both ways
+// through a userspace shaper, and returns the client's and the server's
+// shapers (the client's released the server's echoes to it).
+func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) (cli, srv *UserspaceEgress) {
 	t.Helper()
-	srv, cli := newTestEgress(link), newTestEgress(link)
+	srv, cli = newTestEgress(link), newTestEgress(link)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -321,14 +297,16 @@ func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) int64 {
 	}
 	c := cli.Wrap(raw, "b")
 	if r, err := MeasurePingPong(context.Background(), c, opts); err != nil || r.Latency < link.Latency/2 || r.Bandwidth <= 0 {
-		t.Fatalf("budgeted ping-pong: %+v %v", r, err)
+		t.Fatalf("shaped ping-pong: %+v %v", r, err)
 	}
-	_ = c.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	return cli.Stats().Bytes
+	return cli, srv
 }
 
 // A budget cuts the phases of a link whose round trip is long against it
@@ -338,13 +316,13 @@ func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) int64 {
 func TestPingPongBudget(t *testing.T) {
 	const size = 64 << 10
 	opts := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 5, MsgSize: size, Budget: 100 * time.Millisecond}
-	long := shapedPingPong(t, Link{Latency: 25 * time.Millisecond, Bandwidth: 10e6}, opts)
-	if want := int64(4*8 + 2*size); long != want {
+	cli, _ := shapedPingPong(t, Link{Latency: 25 * time.Millisecond, Bandwidth: 10e6}, opts)
+	if long, want := cli.Stats().Bytes, int64(4*8+2*size); long != want {
 		t.Errorf("long link: client received %d bytes, want %d (4 latency and 2 bandwidth round trips)", long, want)
 	}
 	opts.Budget = time.Minute
-	short := shapedPingPong(t, Link{Latency: 100 * time.Microsecond, Bandwidth: 100e6}, opts)
-	if want := int64((DefaultLatencyWarmup+10)*8 + (bandwidthWarmup+5)*size); short != want {
+	cli, _ = shapedPingPong(t, Link{Latency: 100 * time.Microsecond, Bandwidth: 100e6}, opts)
+	if short, want := cli.Stats().Bytes, int64((DefaultLatencyWarmup+10)*8+(bandwidthWarmup+5)*size); short != want {
 		t.Errorf("short link: client received %d bytes, want %d (every round trip)", short, want)
 	}
 }
