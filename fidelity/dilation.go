@@ -177,8 +177,6 @@ func (d Demand) burstMsgs() float64 {
 	return max(BurstMargin*d.Burst, BurstOnceMargin*d.BurstOnce)
 }
 
-// burstPerMsg is the host's time per message of a burst: measured, or
-// else one message's share of the message rate.
 // Shared is the part of the host one of n runs under way at once may count
 // on (a study's or a sweep's cells run side by side): each carries 1/n of
 // the message and byte rates, and a burst may meet the others' bursts, so
@@ -194,6 +192,8 @@ func (c Capacity) Shared(n int) Capacity {
 	return c
 }
 
+// burstPerMsg is the host's time per message of a burst: measured, or
+// else one message's share of the message rate.
 func (c Capacity) burstPerMsg() time.Duration {
 	if c.BurstPerMsg > 0 {
 		return c.BurstPerMsg
