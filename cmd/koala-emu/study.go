@@ -225,9 +225,12 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 			}
 		}
 	}
+	var printing sync.Mutex // cells side by side share stderr
 	rows, failures, err := runCells(cmd.Context(), cells, parallel, func(ctx context.Context, c studyCell) (StudyRow, error) {
 		row, err := studyRun(ctx, b, opts, base, ov, c.ic, c.app, c.combo, f.size)
 		if err == nil || errors.As(err, new(*cellFailed)) {
+			printing.Lock()
+			defer printing.Unlock()
 			fmt.Fprintf(a.stderr, "%-8s %-10s %-40s exec %8.1f s  (wall %5.1f s, dilation %g, time scale %g) %s %s %s %s\n", c.ic, c.app,
 				strings.Join(c.combo, "+"), row.ExecS, row.WallS, row.Dilation, row.TimeScale, row.Status, row.Reason, row.Verdict, strings.Join(row.Why, "; "))
 		}
