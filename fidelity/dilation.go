@@ -26,7 +26,22 @@ type Capacity struct {
 	Measured    time.Time     `json:"measured"`
 	// Probe is the version of the probe that measured the figures.
 	Probe int `json:"probe"`
+	// OthersCPU is the share of the machine's CPU (0-1, steal included)
+	// that other processes used while the probe ran: figures measured
+	// with more than MaxOthersCPU of it are the load's, not the machine's,
+	// and are not kept (Busy).
+	OthersCPU float64 `json:"others_cpu"`
 }
+
+// MaxOthersCPU is the most of the machine's CPU other processes may use
+// while the host is probed for its figures to be kept: one busy process
+// on a 2-core machine (50 %) is too much, a background daemon is not.
+const MaxOthersCPU = 0.25
+
+// Busy says the figures were measured while other processes used more
+// than MaxOthersCPU of the machine: they serve the run that measured them
+// (whose monitor judges its own moment) and are not kept for later runs.
+func (c Capacity) Busy() bool { return c.OthersCPU > MaxOthersCPU }
 
 // Demand is what a scenario asks of the host at dilation 1, in scenario
 // time: its peak message and byte rates at the expected concurrency, and

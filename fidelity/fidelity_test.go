@@ -352,3 +352,28 @@ func BenchmarkMonitorPerCompute(b *testing.B) {
 		p.Compute(time.Millisecond, time.Millisecond, time.Millisecond+time.Duration(i%1000))
 	}
 }
+
+// The others' share is the machine's busy share less this process's CPU
+// over every CPU for the interval.
+func TestOthersShare(t *testing.T) {
+	for _, tc := range []struct {
+		busy, total uint64
+		self, wall  time.Duration
+		ncpu        int
+		want        float64
+	}{
+		{busy: 500, total: 1000, self: 0, wall: time.Second, ncpu: 2, want: 0.5},
+		{busy: 500, total: 1000, self: time.Second, wall: time.Second, ncpu: 2, want: 0},     // all of it ours
+		{busy: 1000, total: 1000, self: time.Second, wall: time.Second, ncpu: 2, want: 0.5},  // one core ours, one another's
+		{busy: 100, total: 1000, self: 2 * time.Second, wall: time.Second, ncpu: 2, want: 0}, // tick rounding: never below 0
+		{busy: 0, total: 0, self: 0, wall: time.Second, ncpu: 2, want: 0},                    // nothing read
+		{busy: 300, total: 1000, self: 0, wall: 0, ncpu: 0, want: 0.3},                       // no interval: the machine's share
+	} {
+		if got := OthersShare(tc.busy, tc.total, tc.self, tc.wall, tc.ncpu); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("OthersShare(%d, %d, %s, %s, %d) = %v, want %v", tc.busy, tc.total, tc.self, tc.wall, tc.ncpu, got, tc.want)
+		}
+	}
+	if !(Capacity{OthersCPU: 0.3}).Busy() || (Capacity{OthersCPU: 0.2}).Busy() {
+		t.Error("Busy: 30 % of others' CPU must be busy, 20 % not")
+	}
+}

@@ -207,6 +207,28 @@ func (a cpuTimes) busySince(b cpuTimes) (float64, bool) {
 	return 100 * float64(b.busy-a.busy) / float64(b.total-a.total), true
 }
 
+// MachineCPU returns the machine's busy and total CPU time since boot, in
+// clock ticks over every CPU (/proc/stat; steal is busy).
+func MachineCPU() (busy, total uint64, err error) {
+	t, err := readCPU()
+	return t.busy, t.total, err
+}
+
+// OthersShare is the share of the machine's CPU (0-1) that processes
+// other than this one used over an interval: the machine's busy share of
+// its CPU time (busy and total in ticks, MachineCPU) less this process's
+// CPU time (self) over ncpu CPUs for wall.
+func OthersShare(busy, total uint64, self, wall time.Duration, ncpu int) float64 {
+	if total == 0 {
+		return 0
+	}
+	own := 0.0
+	if wall > 0 && ncpu > 0 {
+		own = self.Seconds() / (wall.Seconds() * float64(ncpu))
+	}
+	return math.Min(1, math.Max(0, float64(busy)/float64(total)-own))
+}
+
 // readCPU reads the aggregate cpu line of /proc/stat.
 func readCPU() (cpuTimes, error) {
 	f, err := os.Open("/proc/stat")

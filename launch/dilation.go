@@ -71,8 +71,8 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 			return opts, fmt.Errorf("dilation auto: measuring the host: %w", err)
 		}
 		if measured {
-			fmt.Fprintf(opts.Progress, "host: measured %s: %.0f messages/s, %.0f MB/s, lateness floor %s (kept for later runs; `koala-emu host` shows it)\n",
-				backend, c.MsgsPerSec, c.BytesPerSec/1e6, c.Floor)
+			fmt.Fprintf(opts.Progress, "host: measured %s: %.0f messages/s, %.0f MB/s, lateness floor %s (%s)\n",
+				backend, c.MsgsPerSec, c.BytesPerSec/1e6, c.Floor, keptNote(c))
 		}
 		*choice = fidelity.Choose(c.Shared(opts.HostShare), demand)
 		if opts.HostShare > 1 {
@@ -106,6 +106,14 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 		plan.Dilation, choice.Reason, plan.TimeScale, EstimatedWall(plan).Round(time.Second))
 	opts.Dilation = choice
 	return opts, nil
+}
+
+// keptNote says whether measured figures were kept for later runs.
+func keptNote(c fidelity.Capacity) string {
+	if c.Busy() {
+		return fmt.Sprintf("other processes used %.0f %% of the CPU meanwhile: not kept, the next run measures again", 100*c.OthersCPU)
+	}
+	return "kept for later runs; `koala-emu host` shows it"
 }
 
 // measurer is how a backend's capacity is measured. Every backend is

@@ -38,7 +38,10 @@ and backend; --refresh measures again.`,
 			}
 			path, _ := hostprobe.CacheFile(backend)
 			how := "kept from " + c.Measured.Local().Format(time.RFC3339)
-			if measured {
+			switch {
+			case measured && c.Busy():
+				how = "measured now, not kept: the machine was busy"
+			case measured:
 				how = "measured now"
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -47,6 +50,8 @@ and backend; --refresh measures again.`,
 			fmt.Fprintf(tw, "messages\t%.0f per second\n", c.MsgsPerSec)
 			fmt.Fprintf(tw, "bytes\t%.0f MB per second\n", c.BytesPerSec/1e6)
 			fmt.Fprintf(tw, "lateness floor\t%s (p99 of the delay line's wake-ups)\n", c.Floor)
+			fmt.Fprintf(tw, "others' CPU\t%.0f %% of the machine during the probe (figures measured above %.0f %% are not kept)\n",
+				100*c.OthersCPU, 100*fidelity.MaxOthersCPU)
 			fmt.Fprintf(tw, "auto dilation\tkeeps a run's demand under %.0f%% of these rates and the floor under %.0f%% of its smallest latency\n",
 				100*fidelity.Headroom, 100*fidelity.FloorShare)
 			return tw.Flush()

@@ -20,7 +20,9 @@ import (
 // Version is the probe's version: figures measured by another version of
 // it are measured again. 4: the delay line wakes its sleepers through the
 // netpoller (ptimer.WakeWithin), which changes the lateness floor measured.
-const Version = 4
+// 5: the figures say how busy other processes kept the machine (figures of
+// 4 may hold a busy moment for a week).
+const Version = 5
 
 // MaxAge is how long kept figures are trusted before a run measures again.
 const MaxAge = 7 * 24 * time.Hour
@@ -66,7 +68,7 @@ func Load(backend string) (fidelity.Capacity, bool) {
 	}
 	var c fidelity.Capacity
 	if json.Unmarshal(b, &c) != nil || c.Machine != MachineID() || c.Backend != backend || c.Probe != Version ||
-		time.Since(c.Measured) > MaxAge || c.MsgsPerSec <= 0 || c.BytesPerSec <= 0 {
+		time.Since(c.Measured) > MaxAge || c.Busy() || c.MsgsPerSec <= 0 || c.BytesPerSec <= 0 {
 		return fidelity.Capacity{}, false
 	}
 	return c, true
@@ -103,13 +105,50 @@ func Get(ctx context.Context, backend string, m Measurer, refresh bool) (c fidel
 			return c, false, nil
 		}
 	}
-	c, err = m(ctx, Options{})
+	c, err = measureAlone(ctx, m)
 	if err != nil {
 		return c, true, err
 	}
 	c.Backend, c.Probe = backend, Version
+	if c.Busy() {
+		return c, true, nil
+	}
 	if err := Save(c); err != nil && !errors.Is(err, fs.ErrPermission) {
 		return c, true, err
 	}
 	return c, true, nil
+}
+
+// measureAlone runs m and records in the figures how much of the machine
+// other processes used meanwhile (fidelity.Capacity.OthersCPU; 0 where
+// /proc/stat cannot be read).
+func measureAlone(ctx context.Context, m Measurer) (fidelity.Capacity, error) {
+	busy0, total0, cpuErr := machineCPU()
+	self0, start := selfCPU(), time.Now()
+	c, err := m(ctx, Options{})
+	if err != nil || cpuErr != nil {
+		return c, err
+	}
+	busy1, total1, err := machineCPU()
+	if err != nil || total1 <= total0 {
+		return c, nil
+	}
+	c.OthersCPU = fidelity.OthersShare(busy1-busy0, total1-total0, selfCPU()-self0, time.Since(start), runtime.NumCPU())
+	return c, nil
+}
+
+// machineCPU and selfCPU read the machine's and this process's CPU time
+// (variables: the tests make the machine busy or quiet).
+var (
+	machineCPU = fidelity.MachineCPU
+	selfCPU    = processCPU
+)
+
+// processCPU is the CPU time this process has used (user and system).
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
