@@ -224,13 +224,13 @@ func TestChoose(t *testing.T) {
 		// (the message rate's share would ask 800).
 		{"measured burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62}, 600, "take 1.736ms"},
 		// A job whose one exchange is its burst is charged BurstOnceMargin:
-		// 7 x 32 x 10 µs + 20 µs = 2260 µs against 10 % of 30 µs: 753.3 ->
-		// 800, where the same burst every step asks 3.5 x 32 x 10 µs + 20
-		// µs: 380 -> 400.
-		{"one-off burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, BurstOnce: 32}, 800, "32 messages at once, a job's one exchange, take 2.24ms"},
-		{"the same burst every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 32}, 400, "take 1.12ms"},
-		// Both: the larger of the two.
-		{"one-off and every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 62, BurstOnce: 32}, 800, "32 messages at once, a job's one exchange, take 2.24ms"},
+		// 11 x 16 x 10 µs + 20 µs = 1780 µs against 10 % of 30 µs: 593.3 ->
+		// 600, where the same burst every step asks 3.5 x 16 x 10 µs + 20
+		// µs: 580 µs, 193.3 -> 200.
+		{"one-off burst", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, BurstOnce: 16}, 600, "16 messages at once, a job's one exchange, take 1.76ms"},
+		{"the same burst every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 16}, 200, "take 560µs"},
+		// Both: the larger of the two (11 x 16 = 176 against 3.5 x 40 = 140).
+		{"one-off and every step", Demand{MsgsPerSec: 1, MinLatency: 30 * time.Microsecond, Burst: 40, BurstOnce: 16}, 600, "16 messages at once, a job's one exchange, take 1.76ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
