@@ -66,7 +66,7 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 	demand := DemandOf(plan)
 	choice := &fidelity.Choice{Dilation: plan.Dilation, Demand: demand, Reason: "given by the scenario or the command line"}
 	if plan.DilationAuto {
-		c, measured, err := HostCapacity(ctx, backend, false)
+		c, measured, err := hostFor(ctx, backend, opts.Host)
 		if err != nil {
 			return opts, fmt.Errorf("dilation auto: measuring the host: %w", err)
 		}
@@ -337,18 +337,31 @@ func snapIterations(k, n float64) float64 {
 }
 
 // ShareHost prepares n runs of b to run side by side (a study's or a
-// sweep's cells) and returns the Options.HostShare each should carry: n
-// for an emulated backend, 0 for one alone or a simulation (which uses no
-// host capacity). The host's capacity is measured first when it is not
-// kept, alone, so that runs started together do not measure each other.
-func ShareHost(ctx context.Context, b Backend, n int) (int, error) {
+// sweep's cells) and returns opts with the Options.HostShare each should
+// carry (n for an emulated backend, 0 for one alone or a simulation, which
+// uses no host capacity) and, when shared, Options.Host: the host's
+// capacity, the kept figures or measured now, alone, so that runs started
+// together do not measure each other.
+func ShareHost(ctx context.Context, b Backend, n int, opts Options) (Options, error) {
+	opts.HostShare, opts.Host = 0, nil
 	if n <= 1 || b.Capabilities().Simulated {
-		return 0, nil
+		return opts, nil
 	}
-	if _, _, err := HostCapacity(ctx, b.Name(), false); err != nil {
-		return 0, fmt.Errorf("measuring the host before %d runs share it: %w", n, err)
+	c, _, err := HostCapacity(ctx, b.Name(), false)
+	if err != nil {
+		return opts, fmt.Errorf("measuring the host before %d runs share it: %w", n, err)
 	}
-	return n, nil
+	opts.HostShare, opts.Host = n, &c
+	return opts, nil
+}
+
+// hostFor is the host's capacity for a run: the figures it was given
+// (ShareHost), else HostCapacity's. measured says they were measured now.
+func hostFor(ctx context.Context, backend string, given *fidelity.Capacity) (fidelity.Capacity, bool, error) {
+	if given != nil {
+		return *given, false, nil
+	}
+	return HostCapacity(ctx, backend, false)
 }
 
 // HostCapacity returns the host's capacity for backend: the kept figures,

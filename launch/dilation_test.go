@@ -272,9 +272,23 @@ func TestPrepareSharedHost(t *testing.T) {
 		{"a simulation uses no host", simBackend{}, 4, 0},
 		{"two emulated runs", inproc{}, 2, 2},
 	} {
-		got, err := ShareHost(context.Background(), c.b, c.n)
-		if err != nil || got != c.want {
-			t.Errorf("%s: share %d (%v), want %d", c.name, got, err, c.want)
+		got, err := ShareHost(context.Background(), c.b, c.n, Options{HostShare: 7})
+		if err != nil || got.HostShare != c.want || (got.Host != nil) != (c.want > 1) {
+			t.Errorf("%s: share %d, figures %v (%v), want %d and figures when shared", c.name, got.HostShare, got.Host, err, c.want)
 		}
+	}
+
+	// The figures ShareHost handed over are the ones a run uses, whatever
+	// is kept: ten times the kept message rate asks a tenth the dilation.
+	given := c
+	given.MsgsPerSec *= 10
+	p := demandPlan(scenarios.Job{App: "prime", Size: 8}, scenarios.Job{App: "wave", Size: 8})
+	p.DilationAuto = true
+	opts, err := Prepare(context.Background(), "inproc", p, Options{Host: &given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Dilation.Dilation > alone.Dilation/5 {
+		t.Fatalf("given figures: dilation %g, kept figures %g: the given ones were not used", opts.Dilation.Dilation, alone.Dilation)
 	}
 }

@@ -206,7 +206,7 @@ func clusterCount(cmd *cobra.Command, a *app, f *studyFlags, out *studyOutput) e
 	if err != nil {
 		return err
 	}
-	if opts.HostShare, err = launch.ShareHost(cmd.Context(), b, parallel); err != nil {
+	if opts, err = launch.ShareHost(cmd.Context(), b, parallel, opts); err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
 	appList := strings.Split(f.apps, ",")

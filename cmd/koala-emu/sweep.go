@@ -86,7 +86,7 @@ func runSweep(ctx context.Context, a *app, file string, f *sweepFlags, o *sweepO
 	if parallel <= 0 {
 		parallel = sw.Parallel
 	}
-	if opts.HostShare, err = launch.ShareHost(ctx, b, parallel); err != nil {
+	if opts, err = launch.ShareHost(ctx, b, parallel, opts); err != nil {
 		return fmt.Errorf("sweep %s: %w", file, err)
 	}
 	env := launch.ScenarioEnv()

@@ -45,6 +45,11 @@ type Options struct {
 	// demand on its share of the host's capacity (fidelity.Capacity.Shared).
 	// 0 or 1: the run has the host to itself.
 	HostShare int
+	// Host, when set, is the host's capacity measured once for runs that
+	// share it (launch.ShareHost): auto dilation uses it instead of the
+	// kept figures, so that runs started together never measure each other
+	// (figures of a busy machine are not kept, so they would).
+	Host *fidelity.Capacity
 	// Dilation is how the run's dilation was chosen (launch.Prepare sets
 	// it); it is reported in results.json's fidelity section.
 	Dilation *fidelity.Choice
