@@ -136,6 +136,11 @@ func TestCleanBesideRuns(t *testing.T) {
 	if err := os.WriteFile(scenario, []byte(smallGrid), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What an earlier run on this machine left when its launcher was
+	// killed (a CI job stopped in the middle, say) is no part of this
+	// test: clean it first, or the first step counts its removal as the
+	// removal of a live run's containers.
+	clean(t, bin)
 	before := hostState(t)
 	// A run that must still be live when the other is up (or when clean
 	// runs) gets a longer wall budget than the scenario's 40 s: the two
