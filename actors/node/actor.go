@@ -27,7 +27,10 @@ type Config struct {
 	// states them: every rank measures its frames' lateness against them
 	// and its computations' stretch (package fidelity). Nil: the ranks
 	// measure computation only.
-	Targets    map[string]netem.Link
+	Targets map[string]netem.Link
+	// Links is the scenario's whole link matrix (undilated): what the ranks
+	// price a job's one-off phase at (comm.Options.Links). Zero: no price.
+	Links      netem.Matrix
 	ListenHost string // address ranks listen on, e.g. 127.0.0.1
 	Env        actors.Env
 }
@@ -123,7 +126,7 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 	ep, err := comm.Listen(rctx, comm.Options{
 		JobID: s.JobId, Rank: int(s.Rank), Cluster: n.cfg.Cluster,
 		Speed: n.cfg.Speed, Processors: n.cfg.Processors, Dilation: n.cfg.Dilation,
-		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Probe: probe, Load: n.load,
+		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Links: n.cfg.Links, Probe: probe, Load: n.load,
 	}, n.cfg.ListenHost+":0")
 	if err != nil {
 		cancel()

@@ -50,38 +50,25 @@ func (o *overrideFlags) register(fs *pflag.FlagSet) {
 // overrides returns the flags that were given.
 func (o *overrideFlags) overrides(fs *pflag.FlagSet) scenarios.Overrides {
 	var ov scenarios.Overrides
-	if fs.Changed("seed") {
-		ov.Seed = &o.seed
-	}
-	if fs.Changed("time-scale") {
-		ov.TimeScale = &o.timeScale
-	}
-	if fs.Changed("wall-budget") {
-		ov.WallBudget = &scenarios.WallBudget{Seconds: o.wallBudget.Seconds()}
-	}
-	if fs.Changed("dilation") {
-		o.dilation.d.Override(&ov)
-	}
-	if fs.Changed("policy") {
-		ov.Placement = &o.policy
-	}
-	if fs.Changed("app") {
-		ov.Application = &o.application
-	}
-	if fs.Changed("malleability-policy") {
-		ov.MalleabilityPolicy = &o.mallPolicy
-	}
-	if fs.Changed("approach") {
-		ov.Approach = &o.approach
-	}
-	if fs.Changed("malleable-fraction") {
-		ov.MalleableFraction = &o.mallFraction
-	}
-	if fs.Changed("realloc-mode") {
-		ov.ReallocMode = &o.reallocMode
-	}
-	if fs.Changed("realloc-heuristic") {
-		ov.ReallocHeuristic = &o.heuristic
+	for _, f := range []struct {
+		flag string
+		set  func()
+	}{
+		{"seed", func() { ov.Seed = &o.seed }},
+		{"time-scale", func() { ov.TimeScale = &o.timeScale }},
+		{"wall-budget", func() { ov.WallBudget = &scenarios.WallBudget{Seconds: o.wallBudget.Seconds()} }},
+		{"dilation", func() { o.dilation.d.Override(&ov) }},
+		{"policy", func() { ov.Placement = &o.policy }},
+		{"app", func() { ov.Application = &o.application }},
+		{"malleability-policy", func() { ov.MalleabilityPolicy = &o.mallPolicy }},
+		{"approach", func() { ov.Approach = &o.approach }},
+		{"malleable-fraction", func() { ov.MalleableFraction = &o.mallFraction }},
+		{"realloc-mode", func() { ov.ReallocMode = &o.reallocMode }},
+		{"realloc-heuristic", func() { ov.ReallocHeuristic = &o.heuristic }},
+	} {
+		if fs.Changed(f.flag) {
+			f.set()
+		}
 	}
 	return ov
 }

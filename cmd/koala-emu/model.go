@@ -253,7 +253,7 @@ func learnRun(ctx context.Context, b launch.Backend, f *learnFlags, app apps.App
 	}
 	j := res.Jobs[0]
 	r := sim.Run{Link: l, ExecS: j.End - j.Start, TimeScale: plan.TimeScale, IterationsRun: max(1, math.Round(iters/plan.TimeScale)), Dilation: d,
-		WallS: math.Round(time.Since(t0).Seconds()*100) / 100, Fidelity: fidelity.Unmeasured}
+		OneOffOnce: true, WallS: math.Round(time.Since(t0).Seconds()*100) / 100, Fidelity: fidelity.Unmeasured}
 	if fr := res.Summary.Fidelity; fr != nil {
 		r.Fidelity, r.Reasons = fr.Verdict, fr.Reasons
 	}

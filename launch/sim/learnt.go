@@ -99,7 +99,12 @@ type Run struct {
 	// divided by the time scale, at least 1 (apps.Params).
 	IterationsRun float64 `json:"iterations_run"`
 	Dilation      float64 `json:"dilation"`
-	WallS         float64 `json:"wall_s"`
+	// OneOffOnce: the run charged its job's one-off phase once, not time
+	// scale times (apps.Params.Credit), so its scenario time counts its
+	// communication once however few iterations it ran (commScale 1).
+	// Runs learnt before the credit do not say.
+	OneOffOnce bool    `json:"one_off_once,omitempty"`
+	WallS      float64 `json:"wall_s"`
 	// Fidelity is the run's verdict (faithful, degraded, unmeasured) and
 	// Reasons why it is not faithful.
 	Fidelity string   `json:"fidelity"`
@@ -178,9 +183,10 @@ func Fit(ranks int, iterations float64, runs []Run) (SizeModel, error) {
 // iterations); the time scale for a run cut to one iteration whose
 // communication the time scale does not cut (prime's final allreduce: its
 // emulated run pays it once, but scenario time multiplies it by the time
-// scale). 1 for a run that does not say.
+// scale). 1 for a run that does not say, and for a run that charged its
+// one-off phase once (Run.OneOffOnce).
 func commScale(r Run, iterations float64) float64 {
-	if r.TimeScale <= 0 || r.IterationsRun <= 0 {
+	if r.OneOffOnce || r.TimeScale <= 0 || r.IterationsRun <= 0 {
 		return 1
 	}
 	return r.TimeScale * r.IterationsRun / iterations

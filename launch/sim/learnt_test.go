@@ -78,6 +78,15 @@ func TestFitRecoversKnownParameters(t *testing.T) {
 	if s, err := Fit(8, 1, once); err != nil || !near(s.IterationS, 480, 1e-9) || !near(s.LatencyRounds, 3, 1e-3) {
 		t.Fatalf("run cut to one iteration at time scale %d: fit %+v, %v; want 480 s and 3 rounds", k, s, err)
 	}
+	// The same runs when the job charged its one-off phase once
+	// (apps.Params.Credit): nothing to divide out.
+	for i := range once {
+		once[i].ExecS = 480 + (once[i].ExecS-480)/k
+		once[i].OneOffOnce = true
+	}
+	if s, err := Fit(8, 1, once); err != nil || !near(s.IterationS, 480, 1e-9) || !near(s.LatencyRounds, 3, 1e-3) {
+		t.Fatalf("run that charged its one-off phase once: fit %+v, %v; want 480 s and 3 rounds", s, err)
+	}
 	if _, err := Fit(8, 100, synthetic(100, 1e-3, 2, 0, []LinkFigures{refFigures, refFigures, refFigures})); err == nil ||
 		!strings.Contains(err.Error(), "latency") {
 		t.Fatalf("runs on one link: err %v, want one naming the latency no run varies", err)

@@ -101,7 +101,7 @@ func (s *Spec) NodeConfig(env actors.Env, clusterName, name string, egress netem
 		return node.Config{}, fmt.Errorf("node %s: %w", name, err)
 	}
 	return node.Config{Name: name, Cluster: c.Name, Speed: c.Speed, Processors: c.Processors,
-		Dilation: s.Dilation, Egress: egress, Targets: ep.To, ListenHost: listenHost, Env: env}, nil
+		Dilation: s.Dilation, Egress: egress, Targets: ep.To, Links: s.Links, ListenHost: listenHost, Env: env}, nil
 }
 
 // Runner builds a job's runner: a malleable runner when the job is

@@ -257,6 +257,49 @@ func (p Params) iterations(n float64) int {
 	return max(1, int(math.Round(n/k)))
 }
 
+// Credit is the computation a rank leaves out so that the phase its job
+// does once costs its own time in scenario time, not k times it. A time
+// scale k divides the iterations, so each second of a run stands for k
+// seconds of the scenario; a phase done once (a final gather, broadcast or
+// reduction) would then count k times: oneOff is its ideal cost over the
+// job's links at dilation 1 (comm's Ideal* on the scenario's matrix), and
+// the rank computes oneOff (1 - 1/k) less, spread evenly over its calls
+// of Compute (Credit.Take), so that the job's run is shorter by what the
+// phase costs beyond 1/k of itself. Every rank of a job takes the same
+// time off, so the job ends that much sooner and its scenario time is its
+// iterations' k times plus the phase once. Spread evenly, no call is left
+// with a sliver of computation that a timer's lateness would stretch many
+// times over (the fidelity monitor judges every call). What the host adds
+// to the phase beyond its ideal cost still counts k times, and a job with
+// less computation than the credit keeps the rest (Credit.Left). At time
+// scale 1, or without the matrix (oneOff 0), nothing is left out.
+type Credit struct {
+	left time.Duration // reference-processor work still to leave out
+	per  time.Duration // to leave out of each call
+}
+
+// Credit is the rank's credit for a one-off phase of ideal cost oneOff,
+// over calls calls of Compute.
+func (p Params) Credit(c *comm.Comm, oneOff time.Duration, calls int) *Credit {
+	k := p.scale()
+	if k <= 1 || oneOff <= 0 {
+		return &Credit{}
+	}
+	w := c.WorkFor(time.Duration(float64(oneOff) * (1 - 1/k)))
+	return &Credit{left: w, per: (w + time.Duration(max(calls, 1)) - 1) / time.Duration(max(calls, 1))}
+}
+
+// Take returns work less its share of the credit (at least 0).
+func (cr *Credit) Take(work time.Duration) time.Duration {
+	d := min(cr.per, cr.left, max(work, 0))
+	cr.left -= d
+	return work - d
+}
+
+// Left is the reference-processor work of the credit the rank's
+// computation did not cover.
+func (cr *Credit) Left() time.Duration { return cr.left }
+
 func (p Params) scale() float64 {
 	if p.TimeScale <= 0 {
 		return 1
@@ -304,6 +347,7 @@ type RankSpec struct {
 type LocalOption func(*localConfig)
 
 type localConfig struct {
+	links    netem.Matrix
 	dilation float64
 	sleep    func(context.Context, time.Duration) error
 	jobID    string
@@ -312,6 +356,10 @@ type localConfig struct {
 // WithDilation sets the compute dilation of every rank (the egress must
 // dilate the links by the same factor).
 func WithDilation(d float64) LocalOption { return func(c *localConfig) { c.dilation = d } }
+
+// WithLinks gives every rank the scenario's link matrix, the prices of a
+// job's one-off phase (Params.Credit).
+func WithLinks(m netem.Matrix) LocalOption { return func(c *localConfig) { c.links = m } }
 
 // WithSleep sets the precise wait the ranks' Compute uses.
 func WithSleep(f func(context.Context, time.Duration) error) LocalOption {
@@ -380,6 +428,7 @@ func RunLocalReport(ctx context.Context, app App, ranks []RankSpec, egress func(
 			Speed:      rs.Speed,
 			Processors: procs,
 			Dilation:   cfg.dilation,
+			Links:      cfg.links,
 			Egress:     eg,
 			Sleep:      cfg.sleep,
 		}

@@ -32,6 +32,9 @@
 // Time scale. A time scale k divides every iteration count (and prime's
 // total work) by k. Work a job does once must cost the same scenario time
 // at every time scale: the data a malleable application redistributes at a
-// resize shrinks by k with its iterations (ScaledData); the one-off final
-// gathers and reductions are a few latencies and are left as they are.
+// resize shrinks by k with its iterations (ScaledData); the ideal cost of
+// prime's, poisson's and wave's final gathers, broadcasts and reductions
+// over the job's links comes off their computation (Params.Credit),
+// so that each costs its own time once, not k times. The malleable
+// applications' final reductions are still counted k times.
 package apps

@@ -90,6 +90,9 @@ func (p Prime) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, error)
 	if r == 0 && limit >= 2 {
 		count = 1 // the prime 2
 	}
+	// The final reduction happens once: its ideal cost comes off the
+	// computation, evenly (Params.Credit).
+	credit := pr.Credit(c, c.IdealAllreduce(8), chunks)
 	var k int64
 	for i := 0; i < chunks; i++ {
 		end := mine * int64(i+1) / int64(chunks)
@@ -107,7 +110,7 @@ func (p Prime) Run(ctx context.Context, c *comm.Comm, pr Params) (Result, error)
 				runtime.Gosched()
 			}
 		}
-		if err := c.Compute(ctx, work/time.Duration(chunks)); err != nil {
+		if err := c.Compute(ctx, credit.Take(work/time.Duration(chunks))); err != nil {
 			return Result{}, fmt.Errorf("prime: %w", err)
 		}
 	}

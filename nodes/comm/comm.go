@@ -1008,6 +1008,12 @@ func (c *Comm) Compute(ctx context.Context, work time.Duration) error {
 	return nil
 }
 
+// WorkFor is the reference-processor work that takes d on this rank at
+// dilation 1 and without load: d x Speed x Processors.
+func (c *Comm) WorkFor(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.opts.Speed * float64(c.opts.Processors))
+}
+
 // ComputeTime returns how long Compute waits for work on this rank.
 func (c *Comm) ComputeTime(work time.Duration) time.Duration {
 	return time.Duration(float64(work) / (c.opts.Speed * float64(c.opts.Processors)) * c.opts.Dilation * c.opts.Load.Factor())

@@ -53,6 +53,10 @@ type Options struct {
 	// Probe set, every frame carries the arrival time these links give it
 	// and the receiver records how late it really came (package fidelity).
 	Targets map[string]netem.Link
+	// Links is the scenario's whole link matrix (undilated): the ideal
+	// cost of a collective (IdealBcast, IdealGather, IdealAllreduce) over
+	// the job's peers. Zero: every ideal cost is 0.
+	Links netem.Matrix
 	// Probe records the rank's fidelity figures: every Compute's stretch
 	// and every received frame's lateness. Nil records nothing.
 	Probe *fidelity.Probe
