@@ -623,6 +623,19 @@ func (h *host) activateCluster() error {
 	return h.spawnRole(props, wiring.ClusterActor(c.Name))
 }
 
+// fromLauncher reports whether a control message with sender comes from
+// the run's launcher at address launcher. Only the launcher asks a host's
+// control actor anything (a RequestFuture: the sender is its future);
+// hosts tell each other of a lost node without a sender. A message asked
+// by another actor system is an earlier run's: a launcher that is closed
+// leaves its remote's connection attempts behind (protoactor's endpoint
+// writers retry for about 10 s), and in a process that runs one grid
+// after another (a test binary, a study) an earlier run's GridStop reached
+// the next run's host at the same address and port and stopped it.
+func fromLauncher(sender *actor.PID, launcher string) bool {
+	return sender == nil || sender.Address == launcher
+}
+
 // ctlActor is the control actor of a host (see grid.proto). Long operations
 // (shaping, ping-pongs) run in goroutines that reply to the asker.
 type ctlActor struct {
@@ -631,6 +644,10 @@ type ctlActor struct {
 
 func (c *ctlActor) Receive(ctx actor.Context) {
 	h := c.h
+	if s := ctx.Sender(); !fromLauncher(s, h.grid.Launcher) {
+		h.logf("ignored %T from %s: not this run's launcher (%s)", ctx.Message(), s.Address, h.grid.Launcher)
+		return
+	}
 	switch x := ctx.Message().(type) {
 	case *msg.GridShape:
 		if h.sh == nil {
