@@ -625,8 +625,9 @@ func (h *host) activateCluster() error {
 
 // fromLauncher reports whether a control message with sender comes from
 // the run's launcher at address launcher. Only the launcher asks a host's
-// control actor anything (a RequestFuture: the sender is its future);
-// hosts tell each other of a lost node without a sender. A message asked
+// control actor anything (a RequestFuture: the sender is its future) or
+// hands it a job (SpawnRunner, sent as the launcher actor); hosts tell
+// each other of a lost node without a sender. A message asked
 // by another actor system is an earlier run's: a launcher that is closed
 // leaves its remote's connection attempts behind (protoactor's endpoint
 // writers retry for about 10 s), and in a process that runs one grid

@@ -388,7 +388,10 @@ func (l *launcher) submit(ctx context.Context, plan *scenarios.Plan, clk *clock.
 			wiring.FailJob(env, j.ID, "runner site "+site+" is not up")
 			continue
 		}
-		l.system.Root.Send(pidOf(m, actorCtl), &msg.SpawnRunner{Job: wiring.JobSpec(j, site)})
+		// Sent as the launcher, so that the site's host can tell it from an
+		// earlier run's (fromLauncher).
+		l.system.Root.RequestWithCustomSender(pidOf(m, actorCtl), &msg.SpawnRunner{Job: wiring.JobSpec(j, site)},
+			l.system.NewLocalPID(actorLauncher))
 	}
 }
 
