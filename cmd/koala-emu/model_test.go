@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,11 +32,12 @@ func (b *lawBackend) Run(_ context.Context, plan *scenarios.Plan, _ launch.Optio
 	j := plan.Jobs[0]
 	a, _ := apps.Lookup(j.App)
 	t := apps.Traffic{Iteration: time.Duration(b.it * 1e9), Rounds: b.rounds, CritBytes: b.crit}
-	// As an emulated run at time scale K: the computation cut by K, the
-	// iterations too (at least one), each paying its communication, and
-	// scenario time K times the wall's.
-	iters, k := iterationsOf(a, j.Size), plan.TimeScale
-	exec := iters*b.it + k*max(1, math.Round(iters/k))*(t.On(l.Latency, l.Bandwidth).Seconds()-b.it)
+	// As an emulated run at time scale K: the iterations cut by K (at least
+	// one), scenario time K times the wall's, and a job's one-off phase
+	// charged once (apps.Params.Credit): every iteration's time counts once,
+	// however few iterations ran (prime's one final allreduce included).
+	iters := iterationsOf(a, j.Size)
+	exec := iters * t.On(l.Latency, l.Bandwidth).Seconds()
 	verdict := fidelity.Faithful
 	if l.Bandwidth < apps.RefBandwidth {
 		verdict = fidelity.Degraded

@@ -75,7 +75,8 @@ func TestHostLoadsItsNode(t *testing.T) {
 		}
 		return res.(*msg.GridAck)
 	}
-	nodeHost := &host{cfg: HostConfig{Name: "a1", Role: membership.RoleNode, Cluster: "a"}, system: system, roleActor: nodePID}
+	launcher := &Grid{Launcher: system.Address()} // the test asks as the launcher
+	nodeHost := &host{cfg: HostConfig{Name: "a1", Role: membership.RoleNode, Cluster: "a"}, grid: launcher, system: system, roleActor: nodePID}
 	for _, programs := range []int32{3, 0} {
 		if ack := ask(nodeHost, &msg.GridLoad{Programs: programs}); ack.Error != "" || ack.Host != "a1" {
 			t.Fatalf("load %d: %+v", programs, ack)
@@ -91,7 +92,7 @@ func TestHostLoadsItsNode(t *testing.T) {
 			t.Fatalf("load %d: no node_load event", programs)
 		}
 	}
-	mgr := &host{cfg: HostConfig{Name: "a-cm", Role: membership.RoleCluster, Cluster: "a"}, system: system}
+	mgr := &host{cfg: HostConfig{Name: "a-cm", Role: membership.RoleCluster, Cluster: "a"}, grid: launcher, system: system}
 	if ack := ask(mgr, &msg.GridLoad{Programs: 1}); !strings.Contains(ack.Error, "runs no node") {
 		t.Errorf("a cluster manager's host took a load: %+v", ack)
 	}
