@@ -23,13 +23,11 @@ type Config struct {
 	Processors int
 	Dilation   float64
 	Egress     netem.Egress
-	// Targets are the node's links by destination cluster as the scenario
-	// states them: every rank measures its frames' lateness against them
-	// and its computations' stretch (package fidelity). Nil: the ranks
-	// measure computation only.
-	Targets map[string]netem.Link
-	// Links is the scenario's whole link matrix (undilated): what the ranks
-	// price a job's one-off phase at (comm.Options.Links). Zero: no price.
+	// Links is the scenario's link matrix (undilated). Every rank measures
+	// its frames' lateness against its cluster's row of it and its
+	// computations' stretch (package fidelity), and prices its job's
+	// one-off phase on the whole (comm.Options.Links). Zero: the ranks
+	// measure computation only and price nothing.
 	Links      netem.Matrix
 	ListenHost string // address ranks listen on, e.g. 127.0.0.1
 	Env        actors.Env
@@ -54,10 +52,11 @@ type rank struct {
 type rankFinished struct{ r *rank }
 
 type node struct {
-	cfg   Config
-	cur   *rank
-	load  *comm.Load // the node's competing load; every rank it runs computes under it
-	depot *depot     // the node's checkpoints (SRS)
+	cfg     Config
+	targets map[string]netem.Link // the node's row of cfg.Links (nil without it)
+	cur     *rank
+	load    *comm.Load // the node's competing load; every rank it runs computes under it
+	depot   *depot     // the node's checkpoints (SRS)
 }
 
 // Props returns the props of a node actor.
@@ -68,7 +67,13 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Egress == nil {
 		cfg.Egress = netem.Passthrough{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &node{cfg: cfg, load: comm.NewLoad(), depot: &depot{egress: cfg.Egress}} })
+	var targets map[string]netem.Link
+	if plan, err := cfg.Links.PlanFor(cfg.Name, cfg.Cluster); err == nil {
+		targets = plan.To
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &node{cfg: cfg, targets: targets, load: comm.NewLoad(), depot: &depot{egress: cfg.Egress}}
+	})
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -126,7 +131,7 @@ func (n *node) start(ctx actor.Context, s *msg.StartRank) {
 	ep, err := comm.Listen(rctx, comm.Options{
 		JobID: s.JobId, Rank: int(s.Rank), Cluster: n.cfg.Cluster,
 		Speed: n.cfg.Speed, Processors: n.cfg.Processors, Dilation: n.cfg.Dilation,
-		Egress: n.cfg.Egress, Targets: n.cfg.Targets, Links: n.cfg.Links, Probe: probe, Load: n.load,
+		Egress: n.cfg.Egress, Targets: n.targets, Links: n.cfg.Links, Probe: probe, Load: n.load,
 	}, n.cfg.ListenHost+":0")
 	if err != nil {
 		cancel()

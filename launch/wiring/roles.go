@@ -96,12 +96,11 @@ func (s *Spec) NodeConfig(env actors.Env, clusterName, name string, egress netem
 	if !ok {
 		return node.Config{}, fmt.Errorf("node %s: unknown cluster %q", name, clusterName)
 	}
-	ep, err := s.Links.PlanFor(name, c.Name)
-	if err != nil {
-		return node.Config{}, fmt.Errorf("node %s: %w", name, err)
+	if s.Links.Index(c.Name) < 0 {
+		return node.Config{}, fmt.Errorf("node %s: netem: unknown cluster %q", name, c.Name)
 	}
 	return node.Config{Name: name, Cluster: c.Name, Speed: c.Speed, Processors: c.Processors,
-		Dilation: s.Dilation, Egress: egress, Targets: ep.To, Links: s.Links, ListenHost: listenHost, Env: env}, nil
+		Dilation: s.Dilation, Egress: egress, Links: s.Links, ListenHost: listenHost, Env: env}, nil
 }
 
 // Runner builds a job's runner: a malleable runner when the job is
