@@ -71,8 +71,13 @@ type Choice struct {
 	ByFloor float64 `json:"by_floor"`
 	ByBurst float64 `json:"by_burst"`
 	// Capped: the demand needs more than MaxAuto.
-	Capped   bool     `json:"capped,omitempty"`
-	Reason   string   `json:"reason"`
+	Capped bool   `json:"capped,omitempty"`
+	Reason string `json:"reason"`
+	// Coarse says which jobs the run's time scale leaves fewer iterations
+	// than a wall budget would (empty when none): their times rest on few
+	// iterations, and a malleable one reaches a safe point, where it can
+	// grow or shrink, once per iteration.
+	Coarse   string   `json:"coarse_time_scale,omitempty"`
 	Demand   Demand   `json:"demand"`
 	Capacity Capacity `json:"capacity"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/koala-emu/koala-emu/fidelity"
@@ -99,13 +100,78 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 			fmt.Fprintf(opts.Progress, "wall budget %s: %s\n", plan.WallBudget, note)
 		}
 	}
+	choice.Coarse = coarseNote(plan, k)
 	if err := plan.Resolve(choice.Dilation, k); err != nil {
 		return opts, err
 	}
 	fmt.Fprintf(opts.Progress, "dilation %g (%s); time scale %g; estimated wall time %s\n",
 		plan.Dilation, choice.Reason, plan.TimeScale, EstimatedWall(plan).Round(time.Second))
+	if choice.Coarse != "" {
+		fmt.Fprintf(opts.Progress, "note: %s\n", choice.Coarse)
+	}
 	opts.Dilation = choice
 	return opts, nil
+}
+
+// coarseNote says which of plan's jobs time scale k leaves fewer
+// iterations than a wall budget would allow them (minIterationsOf), per
+// application, or "" when none. A time scale divides iteration counts, so
+// such a job's time rests on a few iterations, and a malleable job, which
+// grows or shrinks only at a safe point (apps.StepsPer of them an
+// iteration), waits longer in scenario time for one than at time scale 1:
+// its resizes come later, and the time scale changes what the scheduler's
+// grows and shrinks achieve (docs/malleability.md, "Time scale and safe
+// points").
+func coarseNote(plan *scenarios.Plan, k float64) string {
+	if k <= 1 {
+		return ""
+	}
+	type few struct {
+		jobs           int
+		at1, at, least float64
+	}
+	per := map[string]*few{}
+	var names []string
+	total := 0
+	for _, j := range plan.Jobs {
+		app, err := apps.Lookup(j.App)
+		if err != nil {
+			continue
+		}
+		t, err := apps.TrafficOf(app, j.Size, j.Args)
+		if err != nil || t.Iterations <= 0 {
+			continue
+		}
+		at, least := math.Max(1, math.Round(t.Iterations/k)), minIterationsOf(t)
+		if at >= least {
+			continue
+		}
+		f := per[j.App]
+		if f == nil {
+			f = &few{at: at}
+			per[j.App] = f
+			names = append(names, j.App)
+		}
+		f.jobs++
+		f.at1, f.least = math.Max(f.at1, t.Iterations), least
+		f.at = math.Min(f.at, at)
+		total++
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		f := per[n]
+		parts[i] = fmt.Sprintf("%s: %d jobs, down to %.0f of %.0f iterations", n, f.jobs, f.at, f.at1)
+	}
+	return fmt.Sprintf("time scale %g leaves %d of %d jobs fewer iterations than a wall budget keeps (%s): their times rest on few iterations, "+
+		"and a malleable job reaches a safe point to grow or shrink once to %d times per iteration (steps of at least %s of wall time), "+
+		"up to %g times more rarely in scenario time than at time scale 1 "+
+		"(what that lateness costs the job is credited to its computation, not to the processors it holds); "+
+		"a wall budget (--wall-budget) chooses a time scale that keeps them",
+		k, total, len(plan.Jobs), strings.Join(parts, "; "), apps.StepsPer(k), apps.MinStepWall, k)
 }
 
 // keptNote says whether measured figures were kept for later runs.

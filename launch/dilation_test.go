@@ -292,3 +292,27 @@ func TestPrepareSharedHost(t *testing.T) {
 		t.Fatalf("given figures: dilation %g, kept figures %g: the given ones were not used", opts.Dilation.Dilation, alone.Dilation)
 	}
 }
+
+// A time scale that leaves jobs fewer iterations than a wall budget keeps
+// is named, per application, with the fewest iterations it leaves; one
+// that leaves every job enough, or time scale 1, says nothing.
+func TestCoarseNote(t *testing.T) {
+	p := demandPlan(scenarios.Job{App: "ft", Size: 2}, scenarios.Job{App: "ft", Size: 2},
+		scenarios.Job{App: "nbody", Size: 2}, scenarios.Job{App: "wave", Size: 32})
+	if got := coarseNote(p, 1); got != "" {
+		t.Errorf("time scale 1: %q", got)
+	}
+	// ft: 600 iterations, nbody 2400: at 30 both keep at least 20.
+	if got := coarseNote(p, 30); got != "" {
+		t.Errorf("time scale 30: %q", got)
+	}
+	got := coarseNote(p, 240)
+	for _, want := range []string{"leaves 3 of 4 jobs", "ft: 2 jobs, down to 3 of 600 iterations", "nbody: 1 jobs, down to 10 of 2400", "once to 8 times per iteration", "up to 240 times more rarely"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("time scale 240: %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "wave") {
+		t.Errorf("time scale 240 names a job that keeps enough iterations: %q", got)
+	}
+}

@@ -67,6 +67,9 @@ func printFidelity(w io.Writer, r *fidelity.Report) {
 			how = "auto: " + d.Reason
 		}
 		fmt.Fprintf(w, "dilation\t%g (%s)\n", d.Dilation, how)
+		if d.Coarse != "" {
+			fmt.Fprintf(w, "time scale\t%s\n", d.Coarse)
+		}
 	}
 	line := strings.ToUpper(r.Verdict)
 	if len(r.Reasons) > 0 {

@@ -48,15 +48,19 @@ type Malleability struct {
 	// rigid jobs) averaged over the manager's samples.
 	MeanUtilizationPct float64 `json:"mean_utilization_pct"`
 	// MeanTotalUtilizationPct adds the local users' load.
-	MeanTotalUtilizationPct float64        `json:"mean_total_utilization_pct"`
-	Grows                   int            `json:"grows"`
-	Shrinks                 int            `json:"shrinks"`
-	MandatoryShrinks        int            `json:"mandatory_shrinks"`
-	ResizeTimeS             float64        `json:"resize_time_s"`
-	Checks                  map[string]int `json:"invariant_checks"`
-	Violations              map[string]int `json:"invariant_violations"`
-	Details                 []string       `json:"invariant_details,omitempty"`
-	InvariantsHold          bool           `json:"invariants_hold"`
+	MeanTotalUtilizationPct float64 `json:"mean_total_utilization_pct"`
+	Grows                   int     `json:"grows"`
+	Shrinks                 int     `json:"shrinks"`
+	MandatoryShrinks        int     `json:"mandatory_shrinks"`
+	ResizeTimeS             float64 `json:"resize_time_s"`
+	// LateCreditS is the scenario time taken off the jobs' computation
+	// (added, when negative) because a time scale made their resizes wait
+	// longer for a safe point (apps.lateCredit), summed over the resizes.
+	LateCreditS    float64        `json:"late_resize_credit_s"`
+	Checks         map[string]int `json:"invariant_checks"`
+	Violations     map[string]int `json:"invariant_violations"`
+	Details        []string       `json:"invariant_details,omitempty"`
+	InvariantsHold bool           `json:"invariants_hold"`
 }
 
 // SummarizeMalleability computes the malleability section: means over the

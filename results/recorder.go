@@ -98,7 +98,10 @@ type Recorder struct {
 	onEvent  func(*msg.Event)
 	util     []UtilSample
 	resizes  []ResizeOp
-	faults   []FaultRecord
+	// lateCredit sums the jobs' credits for late resizes (rank 0's
+	// reckoning, scenario seconds; Malleability.LateCreditS).
+	lateCredit float64
+	faults     []FaultRecord
 	// migrations and declined migration requests (migrations.go).
 	migrations []Migration
 	declined   int
@@ -207,6 +210,10 @@ func (r *Recorder) Record(ev *msg.Event) {
 		r.detected = append(r.detected, detection{kind: msg.FaultPartition, target: ev.Fields["cluster"], ts: ev.TS})
 	case msg.EventReachable:
 		r.detected = append(r.detected, detection{kind: msg.FaultHeal, target: ev.Fields["cluster"], ts: ev.TS})
+	case msg.EventRankResized:
+		if ev.Values["rank"] == 0 && ev.Values["new_rank"] == 0 {
+			r.lateCredit += ev.Values["credit_s"]
+		}
 	case msg.EventGrow, msg.EventShrink:
 		v := ev.Values
 		r.resizes = append(r.resizes, ResizeOp{T: ev.TS, Job: ev.JobId, Op: ev.Kind, Cluster: ev.Fields["cluster"],
@@ -333,6 +340,15 @@ func (r *Recorder) Utilization() []UtilSample {
 }
 
 // Resizes returns the grow and shrink operations recorded so far.
+// LateCredit is the scenario time the jobs' computation was shortened by
+// (lengthened, when negative) for resizes applied late (rank 0's credit
+// of each resize, apps.Resized.Credit), summed.
+func (r *Recorder) LateCredit() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lateCredit
+}
+
 func (r *Recorder) Resizes() []ResizeOp {
 	r.mu.Lock()
 	defer r.mu.Unlock()

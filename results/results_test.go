@@ -144,3 +144,16 @@ func TestJobsCSVRows(t *testing.T) {
 		}
 	}
 }
+
+// The summary names a time scale that leaves jobs too few iterations,
+// under the dilation it was chosen with, and says nothing otherwise.
+func TestFidelitySummaryNamesCoarseTimeScale(t *testing.T) {
+	for _, coarse := range []string{"", "time scale 240 leaves 3 of 4 jobs fewer iterations than a wall budget keeps"} {
+		var b bytes.Buffer
+		printFidelity(&b, &fidelity.Report{Verdict: fidelity.Faithful, Dilation: &fidelity.Choice{Dilation: 1, Coarse: coarse}})
+		got := b.String()
+		if has := strings.Contains(got, "time scale"); has != (coarse != "") || !strings.Contains(got, coarse) {
+			t.Errorf("note %q: summary\n%s", coarse, got)
+		}
+	}
+}

@@ -218,7 +218,8 @@ func (s Summary) Print(w io.Writer) {
 	}
 	if m := s.Malleability; m != nil {
 		fmt.Fprintf(tw, "malleable jobs\t%d; processors per job: mean avg %.1f, mean max %.1f\n", m.Jobs, m.MeanAvgProcs, m.MeanMaxProcs)
-		fmt.Fprintf(tw, "grows / shrinks\t%d / %d (%d mandatory), resizing %.1f s in all\n", m.Grows, m.Shrinks, m.MandatoryShrinks, m.ResizeTimeS)
+		fmt.Fprintf(tw, "grows / shrinks\t%d / %d (%d mandatory), resizing %.1f s in all; %.1f s of computation credited for late resizes\n",
+			m.Grows, m.Shrinks, m.MandatoryShrinks, m.ResizeTimeS, m.LateCreditS)
 		fmt.Fprintf(tw, "utilisation (KOALA / with local)\t%.1f %% / %.1f %%\n", m.MeanUtilizationPct, m.MeanTotalUtilizationPct)
 		verdict := "hold"
 		if !m.InvariantsHold {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/pool"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -167,38 +168,20 @@ func Run(ctx context.Context, sw *Sweep, runCell RunCell, opts Options) (*Result
 	p.printf("sweep: %d cells, %d already done, %d to run, %d at a time", len(cells), res.Done, len(todo), parallel)
 
 	var mu sync.Mutex // guards res
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, max(len(todo), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				cr := runOne(ctx, cells[i], filepath.Join(opts.Dir, CellsDir, cells[i].Dir), runCell, p)
-				mu.Lock()
-				res.Cells[i] = cr
-				switch cr.Status {
-				case StatusDone:
-					res.Done++
-					res.Ran++
-				case StatusFailed:
-					res.Failed++
-					res.Ran++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, i := range todo {
-		select {
-		case <-ctx.Done():
-			break feed
-		case next <- i:
+	pool.Each(ctx, todo, parallel, func(i int) {
+		cr := runOne(ctx, cells[i], filepath.Join(opts.Dir, CellsDir, cells[i].Dir), runCell, p)
+		mu.Lock()
+		defer mu.Unlock()
+		res.Cells[i] = cr
+		switch cr.Status {
+		case StatusDone:
+			res.Done++
+			res.Ran++
+		case StatusFailed:
+			res.Failed++
+			res.Ran++
 		}
-	}
-	close(next)
-	wg.Wait()
+	})
 	p.printf("sweep: %d/%d done, %d failed, %d not run; wall %s", res.Done, len(cells), res.Failed,
 		len(cells)-res.Done-res.Failed, time.Since(p.start).Round(time.Millisecond))
 	if err := writeTables(opts.Dir, sw.Columns(), res.Cells); err != nil {

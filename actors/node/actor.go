@@ -220,7 +220,8 @@ func (n *node) control(r *rank) *apps.Control {
 		ev.Values = map[string]float64{"resize_id": float64(x.ID), "rank": float64(x.Rank), "new_rank": float64(x.NewRank),
 			"old_size": float64(x.Stats.OldSize), "new_size": float64(x.Stats.NewSize),
 			"bytes_sent": float64(x.Stats.BytesSent), "bytes_recv": float64(x.Stats.BytesRecv), "kept": float64(x.Stats.Kept),
-			"resize_wall_s": x.Duration.Seconds(), "safe_points": float64(x.SafePoints)}
+			"resize_wall_s": x.Duration.Seconds(), "safe_points": float64(x.SafePoints),
+			"late_wall_s": x.Late.Seconds(), "credit_s": x.Credit.Seconds() * factor}
 		env.Emit(ev)
 	}, func(p int) {
 		root.Send(r.runner, &msg.AppRelease{JobId: r.job, Rank: r.rank, Processors: int32(p)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/koala-emu/koala-emu/internal/pool"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/netem"
 	"github.com/koala-emu/koala-emu/scenarios"
@@ -290,40 +291,19 @@ func runCells(parent context.Context, cells []studyCell, parallel int, run func(
 	rows := make([]*StudyRow, len(cells))
 	failed := make([]string, len(cells))
 	errs := make([]error, len(cells))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(parallel, 1), len(cells)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if ctx.Err() != nil {
-					continue // handed out as the study stopped
-				}
-				row, err := run(ctx, cells[i])
-				var cf *cellFailed
-				switch {
-				case err == nil:
-					rows[i] = &row
-				case errors.As(err, &cf) && ctx.Err() == nil:
-					rows[i], failed[i] = &row, err.Error()
-				default:
-					errs[i] = err
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range cells {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	pool.Each(ctx, pool.Upto(len(cells)), parallel, func(i int) {
+		row, err := run(ctx, cells[i])
+		var cf *cellFailed
+		switch {
+		case err == nil:
+			rows[i] = &row
+		case errors.As(err, &cf) && ctx.Err() == nil:
+			rows[i], failed[i] = &row, err.Error()
+		default:
+			errs[i] = err
+			cancel()
 		}
-	}
-	close(next)
-	wg.Wait()
+	})
 	var out []StudyRow
 	var failures []string
 	for i := range cells {

@@ -236,6 +236,7 @@ func (r *Results) Finish(ctx context.Context, o Outcome) (*Result, error) {
 	if plan.Policy.Malleability != nil {
 		checks, violations, details := r.invariants()
 		sum.Malleability = results.SummarizeMalleability(o.Jobs, r.recorder.Utilization(), r.recorder.Resizes(), checks, violations, details)
+		sum.Malleability.LateCreditS = r.recorder.LateCredit()
 	}
 	sum.Fidelity = results.FidelityReport(o.Jobs, o.Host, o.Dilation)
 	if o.Unmeasured != "" {

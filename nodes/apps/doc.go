@@ -1,9 +1,9 @@
 // Package apps holds the SPMD applications the emulated jobs run: prime,
 // poisson, wave, allgather and ccr (SPEC §7), and the malleable ft and
 // nbody (SPEC §4, see malleable.go: they implement Malleable and are
-// resized at safe points between iterations; their profiles, the counts
-// they accept and their execution time by count, are in profile.go and are
-// handed to the malleability policies as data). Each is a real program over
+// resized at safe points between the steps of their iterations; their
+// profiles, the counts they accept and their execution time by count, are
+// in profile.go and are handed to the malleability policies as data). Each is a real program over
 // nodes/comm: its messages are real bytes through the shaped links, its
 // results are computed for real on a scaled-down problem (so they can be
 // checked), and the bulk of its computation is emulated with Comm.Compute,

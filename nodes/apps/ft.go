@@ -110,8 +110,15 @@ func (k *ftKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 	c := s.c
 	n, r := c.Size(), c.Rank()
 	active := floorPow2(n)
-	if r >= active {
-		return []float64{0}, nil // idle until released
+	if r >= active { // idle until released
+		if !s.exchanges() {
+			return nil, nil
+		}
+		return []float64{0}, nil
+	}
+	work := iterWork(k.prof, active*c.Processors(), c.Processors(), k.iters)
+	if !s.exchanges() {
+		return nil, s.compute(ctx, work)
 	}
 	var red float64
 	for mask := 1; mask < active; mask <<= 1 {
@@ -122,10 +129,14 @@ func (k *ftKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 		red += byteSum(got)
 		c.Release(got)
 	}
-	if err := s.compute(ctx, iterWork(k.prof, active*c.Processors(), c.Processors(), k.iters)); err != nil {
+	if err := s.compute(ctx, work); err != nil {
 		return nil, err
 	}
 	return []float64{red}, nil
+}
+
+func (k *ftKernel) pace(n, procs int) time.Duration {
+	return time.Duration(float64(k.prof.Exec(floorPow2(n)*procs)) / k.iters)
 }
 
 // sized asks to release the ranks above the largest power of two, once per

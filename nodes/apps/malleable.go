@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 )
 
 // Malleable applications (SPEC §4) change their number of ranks while they
-// run. They iterate; between two iterations every rank passes a safe point
-// where a pending resize is applied: the ranks agree on it (a small
-// allreduce that also carries the iteration's own reduction), switch to the
+// run. They iterate, an iteration in one step or more (StepsPer: several
+// when a time scale makes each iteration stand for many); before every
+// step every rank passes a safe point where a pending resize is applied:
+// the ranks agree on it (a small allreduce that also carries the previous
+// iteration's own reduction), switch to the
 // new rank table with comm.Resize, and the job's data, a real byte array
 // block-distributed over the ranks, is redistributed over the network. New
 // ranks enter with comm.Endpoint.Join. Iterations follow the application's
@@ -68,7 +71,13 @@ type Resized struct {
 	// Duration is the wall time the rank spent resizing (switch, data
 	// moves, state hand-over).
 	Duration time.Duration
-	Stats    comm.ResizeStats
+	// Late is the wall time from the order's arrival at the rank to the
+	// safe point that applied it (0 for a new rank), and Credit the wall
+	// time the job's later computation was shortened (lengthened, when
+	// negative) by for it (lateCredit): the job's, as rank 0 reckoned it
+	// on a grow.
+	Late, Credit time.Duration
+	Stats        comm.ResizeStats
 }
 
 // Control connects a running malleable rank with what drives it (the node
@@ -78,6 +87,7 @@ type Resized struct {
 type Control struct {
 	mu        sync.Mutex
 	pending   *Resize
+	arrived   time.Time // the pending order's arrival
 	waited    int
 	onResized func(Resized)
 	onRelease func(processors int)
@@ -95,7 +105,7 @@ func (ctl *Control) Order(o Resize) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	if ctl.pending == nil || ctl.pending.ID != o.ID {
-		ctl.waited = 0
+		ctl.waited, ctl.arrived = 0, time.Now()
 	}
 	ctl.pending = &o
 }
@@ -117,15 +127,15 @@ func (ctl *Control) arrive() *Resize {
 }
 
 // take clears the pending order id once applied and returns the number of
-// safe points it waited.
-func (ctl *Control) take(id int64) int {
+// safe points it waited and when it arrived.
+func (ctl *Control) take(id int64) (int, time.Time) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	w := ctl.waited
+	w, at := ctl.waited, ctl.arrived
 	if ctl.pending != nil && ctl.pending.ID == id {
 		ctl.pending, ctl.waited = nil, 0
 	}
-	return w
+	return w, at
 }
 
 func (ctl *Control) resized(r Resized) {
@@ -144,14 +154,21 @@ func (ctl *Control) release(n int) {
 type mstate struct {
 	c     *comm.Comm
 	data  []byte // this rank's block of the job's array
-	iter  int    // iterations done by the job
-	total int    // iterations of the run
+	m     int    // steps per iteration (StepsPer)
+	iter  int    // steps done by the job
+	total int    // steps of the run
 	red   []float64
 	acc   float64 // sum of the iterations' reductions (proves the exchanges)
-	// begin is when the current iteration started (its safe point, or the
-	// end of the resize applied there): compute fills what communication
-	// left of the iteration's time.
+	// begin is when the current iteration started (its first safe point),
+	// or when a resize applied within it ended, at step base of it: compute
+	// fills what communication has left of the iteration's time since.
 	begin time.Time
+	base  int
+	k     float64 // the time scale
+	// credit is the wall time still to come off (negative: to add to) the
+	// job's computation for its resizes' lateness, per iteration at most
+	// per (lateCredit).
+	credit, per time.Duration
 }
 
 // kernel is the application-specific part of a malleable application.
@@ -161,6 +178,9 @@ type kernel interface {
 	step(ctx context.Context, s *mstate) ([]float64, error)
 	// sized is called at the start and after every size change.
 	sized(s *mstate, ctl *Control)
+	// pace is the profile's time of one iteration (at time scale 1) on n
+	// ranks of procs processors each.
+	pace(n, procs int) time.Duration
 }
 
 // pattern is byte i of a job's array: the data a rank ends with is checked
@@ -189,18 +209,80 @@ func ScaledData(bytes int64, k float64) int64 {
 	return max(64, int64(float64(bytes)/k))
 }
 
-// runMalleable drives a malleable application: iterations with a safe point
-// before each, then the data check.
+// SafePointsPerIteration bounds the safe points a malleable job reaches
+// within one iteration of a run at time scale k. The time scale divides the
+// iterations, so each stands for k of them, and a job that reached a safe
+// point only before each would wait k times longer in scenario time for
+// one, and grow or shrink that much later, than at time scale 1. So an
+// iteration is split into min(round(k), SafePointsPerIteration) steps of
+// equal computation, each after a safe point; the iteration's exchanges
+// stay in its first step, and every step's computation fills what the
+// iteration's communication so far (safe points included) has left of
+// its share of the iteration's time, so the iteration takes as long as
+// before. A step is never shorter than MinStepWall of wall time in the
+// job's fastest iteration: each safe point is an allreduce over the job's
+// ranks, and the host must carry them (at dilation 1 every built-in
+// iteration is 0.1-0.25 s, so steps need a dilation of 2 or more).
+const SafePointsPerIteration = 8
+
+// MinStepWall is the shortest step of a malleable job's fastest iteration.
+// On the 2-vCPU VM, steps of 12.5 ms (eight per iteration of FT or n-body
+// at dilation 1) quadrupled das3-malleable-pwa's frames at time scale 240
+// (0.48 to 1.80 million) and saturated the host (CPU mean 45 to 93 %), and
+// the iterations grew longer than their profile (docs/malleability.md).
+const MinStepWall = 100 * time.Millisecond
+
+// StepsPer is the most steps of a malleable application's iteration at
+// time scale k, each after a safe point.
+func StepsPer(k float64) int {
+	return int(min(max(math.Round(k), 1), SafePointsPerIteration))
+}
+
+// stepsFor is the steps of an iteration at time scale k for a job whose
+// fastest iteration takes fastest of wall time (0: unknown).
+func stepsFor(k float64, fastest time.Duration) int {
+	m := StepsPer(k)
+	if fastest > 0 {
+		m = min(m, max(1, int(fastest/MinStepWall)))
+	}
+	return m
+}
+
+// agreeSteps sets s.m, the same on every rank: the fewest steps any rank
+// allows (its nodes' speed and load set its fastest iteration).
+func (s *mstate) agreeSteps(ctx context.Context, k kernel) error {
+	procs := s.c.Processors()
+	fastest := time.Duration(math.MaxInt64)
+	for n := 1; n <= 64; n++ {
+		fastest = min(fastest, k.pace(n, procs))
+	}
+	m := float64(stepsFor(s.k, s.c.ComputeTime(fastest*time.Duration(procs))))
+	if m > 1 && s.c.Size() > 1 {
+		v, err := s.c.AllreduceFloat64(ctx, []float64{m}, comm.Min)
+		if err != nil {
+			return fmt.Errorf("agree on the steps of an iteration: %w", err)
+		}
+		m = v[0]
+	}
+	s.m = int(m)
+	return nil
+}
+
+// runMalleable drives a malleable application: iterations of steps with a
+// safe point before each (SafePointsPerIteration), then the data check.
 //
 // The data a resize moves happens once per resize, not once per iteration:
 // at time scale k the iterations shrink by k, so the array shrinks by k too
 // (at least a byte per rank of the largest size), and a resize costs the
 // same scenario time at every time scale.
 func runMalleable(ctx context.Context, name string, k kernel, c *comm.Comm, p Params, ctl *Control, j *Joined, iterations float64, dataBytes int64) (Result, error) {
-	s := &mstate{c: c}
+	s := &mstate{c: c, k: p.TimeScale, m: 1}
 	dataBytes = ScaledData(dataBytes, p.TimeScale)
 	if j == nil {
-		s.total = p.iterations(iterations)
+		if err := s.agreeSteps(ctx, k); err != nil {
+			return Result{}, fmt.Errorf("%s: %w", name, err)
+		}
+		s.total = p.iterations(iterations) * s.m
 		off, size := blockOf(dataBytes, c.Rank(), c.Size())
 		s.data = make([]byte, size)
 		for i := range s.data {
@@ -209,31 +291,36 @@ func runMalleable(ctx context.Context, name string, k kernel, c *comm.Comm, p Pa
 	} else {
 		start := time.Now()
 		s.data = j.Data
-		if err := s.handOver(ctx); err != nil {
+		cr, err := s.handOver(ctx, 0)
+		if err != nil {
 			return Result{}, fmt.Errorf("%s: join: %w", name, err)
 		}
-		ctl.resized(Resized{ID: j.Order.ID, Rank: c.Rank(), NewRank: c.Rank(), Duration: j.Stats.Duration + time.Since(start), Stats: j.Stats})
+		s.owe(cr)
+		s.begin, s.base = time.Now(), s.iter%s.m
+		ctl.resized(Resized{ID: j.Order.ID, Rank: c.Rank(), NewRank: c.Rank(), Duration: j.Stats.Duration + time.Since(start), Credit: cr, Stats: j.Stats})
 	}
 	k.sized(s, ctl)
 	// A new rank joined at the others' safe point: it goes straight to the
 	// iteration they start next.
 	skip := j != nil
 	for s.iter < s.total {
-		s.begin = time.Now()
+		if s.iter%s.m == 0 {
+			s.begin, s.base = time.Now(), 0
+		}
 		if !skip {
 			left, err := s.safePoint(ctx, k, ctl)
 			if err != nil {
-				return Result{}, fmt.Errorf("%s: safe point after %d iterations: %w", name, s.iter, err)
+				return Result{}, fmt.Errorf("%s: safe point after %d steps: %w", name, s.iter, err)
 			}
 			if left {
-				return Result{Iterations: s.iter, Released: true}, nil
+				return Result{Iterations: s.iter / s.m, Released: true}, nil
 			}
 		}
 		skip = false
 		var err error
 		s.red, err = k.step(ctx, s)
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: iteration %d: %w", name, s.iter, err)
+			return Result{}, fmt.Errorf("%s: step %d: %w", name, s.iter, err)
 		}
 		s.iter++
 	}
@@ -258,7 +345,7 @@ func runMalleable(ctx context.Context, name string, k kernel, c *comm.Comm, p Pa
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: checksum: %w", name, err)
 	}
-	return Result{Iterations: s.iter, Value: v[0]}, nil
+	return Result{Iterations: s.iter / s.m, Value: v[0]}, nil
 }
 
 // reduce sums the pending reduction (and flags) over the ranks; it returns
@@ -303,8 +390,11 @@ func (s *mstate) safePoint(ctx context.Context, k kernel, ctl *Control) (bool, e
 	if o == nil || int(f[0]) != n || f[1] != id*float64(n) {
 		return false, nil // not every rank has the order yet
 	}
-	waited := ctl.take(o.ID)
+	waited, arrived := ctl.take(o.ID)
 	start := time.Now()
+	late := start.Sub(arrived)
+	procs := s.c.Processors()
+	before, after := k.pace(n, procs), k.pace(len(o.Peers), procs)
 	rank := s.c.Rank()
 	data, st, err := s.c.Resize(ctx, o.Peers, o.Self, s.data)
 	if err != nil {
@@ -312,37 +402,85 @@ func (s *mstate) safePoint(ctx context.Context, k kernel, ctl *Control) (bool, e
 	}
 	if o.Self < 0 {
 		s.data = nil
-		ctl.resized(Resized{ID: o.ID, Rank: rank, NewRank: -1, Released: true, SafePoints: waited, Duration: time.Since(start), Stats: st})
+		ctl.resized(Resized{ID: o.ID, Rank: rank, NewRank: -1, Released: true, SafePoints: waited, Duration: time.Since(start), Late: late, Stats: st})
 		return true, nil
 	}
 	s.data = data
+	cr := lateCredit(late, s.k/float64(s.m), before, after)
 	if len(o.Peers) > n {
-		if err := s.handOver(ctx); err != nil {
+		// The new ranks take rank 0's reckoning, and so do the others.
+		if cr, err = s.handOver(ctx, cr); err != nil {
 			return false, fmt.Errorf("grow %d->%d: %w", n, len(o.Peers), err)
 		}
 	}
-	ctl.resized(Resized{ID: o.ID, Rank: rank, NewRank: o.Self, SafePoints: waited, Duration: time.Since(start), Stats: st})
+	s.owe(cr)
+	ctl.resized(Resized{ID: o.ID, Rank: rank, NewRank: o.Self, SafePoints: waited, Duration: time.Since(start), Late: late, Credit: cr, Stats: st})
 	k.sized(s, ctl)
-	s.begin = time.Now() // the resize is a pause of its own, not part of the iteration
+	// The resize is a pause of its own, not part of the iteration.
+	s.begin, s.base = time.Now(), s.iter%s.m
 	return false, nil
 }
 
-// handOver gives new ranks the job's progress: rank 0 broadcasts the
-// iteration counters over the grown communicator.
-func (s *mstate) handOver(ctx context.Context) error {
-	var b [16]byte
+// handOver gives new ranks the job's progress: rank 0 broadcasts the step
+// counters, the steps of an iteration and its credit for the grow's
+// lateness over the grown communicator; every rank returns that credit.
+func (s *mstate) handOver(ctx context.Context, credit time.Duration) (time.Duration, error) {
+	var b [32]byte
 	binary.BigEndian.PutUint64(b[0:8], uint64(s.iter))
 	binary.BigEndian.PutUint64(b[8:16], uint64(s.total))
+	binary.BigEndian.PutUint64(b[16:24], uint64(credit))
+	binary.BigEndian.PutUint64(b[24:32], uint64(s.m))
 	got, err := s.c.Bcast(ctx, 0, b[:])
 	if err != nil {
-		return fmt.Errorf("hand over the iteration counters: %w", err)
+		return 0, fmt.Errorf("hand over the iteration counters: %w", err)
 	}
-	if len(got) != 16 {
-		return fmt.Errorf("iteration counters of %d bytes", len(got))
+	if len(got) != 32 {
+		return 0, fmt.Errorf("iteration counters of %d bytes", len(got))
 	}
 	s.iter = int(binary.BigEndian.Uint64(got[0:8]))
 	s.total = int(binary.BigEndian.Uint64(got[8:16]))
-	return nil
+	s.m = max(1, int(binary.BigEndian.Uint64(got[24:32])))
+	return time.Duration(binary.BigEndian.Uint64(got[16:24])), nil
+}
+
+// lateCredit is the wall time a job's computation is shortened by when a
+// resize applies late wall time after the order reached the rank, at time
+// scale k, the job's iteration taking before on its old size and after on
+// its new one (lengthened, when the new size is slower). A time scale k
+// divides the iterations, so each one stands for k: the order waits for
+// the next safe point as long in wall time as at time scale 1, but k times
+// as long in scenario time, and the job runs (k-1)/k of that wait at its
+// old size where it would have run at its new one. What it would have done
+// faster (or slower) meanwhile comes off (or onto) its later computation,
+// so that a resize's effect on the job does not change with the time scale
+// (docs/malleability.md, "Time scale and safe points"). 0 at time scale 1.
+func lateCredit(late time.Duration, k float64, before, after time.Duration) time.Duration {
+	if k <= 1 || late <= 0 || before <= 0 {
+		return 0
+	}
+	return time.Duration(float64(late) * (1 - 1/k) * (1 - float64(after)/float64(before)))
+}
+
+// owe adds credit (wall time; negative: a debt) to what the job's
+// remaining iterations' computation gives back, spread evenly over them.
+func (s *mstate) owe(credit time.Duration) {
+	s.credit += credit
+	left := time.Duration(max(s.total-s.iter, 1))
+	s.per = (s.credit + left - 1) / left
+	if s.credit < 0 {
+		s.per = s.credit / left
+	}
+}
+
+// take returns the share of the credit (or debt) this iteration's
+// computation settles.
+func (s *mstate) take() time.Duration {
+	x := s.per
+	if (x > 0 && x > s.credit) || (x < 0 && x < s.credit) {
+		x = s.credit
+	}
+	s.credit -= x
+	return x
 }
 
 // iterWork is the reference-processor work of one iteration on a rank of
@@ -364,19 +502,26 @@ func malleableTraffic(exec time.Duration, iterations float64, n int, msgs, bytes
 		Iterations: iterations, Burst: burst, Rounds: rounds + float64(allreduceRounds(n)), CritBytes: critBytes}
 }
 
-// compute emulates the iteration's work: an iteration takes the time the
-// profile gives (at the node's speed) in all, communication included, so
-// the wait is what the iteration's communication since s.begin (exchanges
-// and the safe point's reduction, not a resize) has left of it. Iterations
-// whose communication alone takes longer are that much longer.
+// compute emulates a step's share of the iteration's work (the iteration's
+// work, the profile's, is given): an iteration takes the time the profile
+// gives (at the node's speed) in all, communication included, so a step's
+// wait is what the iteration's communication since s.begin (exchanges and
+// the safe points' reductions, not a resize) has left of its steps so far.
+// Iterations whose communication alone takes longer are that much longer.
+// The credit for late resizes (take) comes off the wait.
 func (s *mstate) compute(ctx context.Context, work time.Duration) error {
 	full := s.c.ComputeTime(work)
-	spent := time.Since(s.begin)
-	if full <= 0 || spent >= full {
+	target := time.Duration(float64(full) * float64(s.iter%s.m+1-s.base) / float64(s.m))
+	spent := time.Since(s.begin) + s.take()
+	if full <= 0 || spent >= target {
 		return ctx.Err()
 	}
-	return s.c.Compute(ctx, time.Duration(float64(work)*float64(full-spent)/float64(full)))
+	return s.c.Compute(ctx, time.Duration(float64(work)*float64(target-spent)/float64(full)))
 }
+
+// exchanges says whether the current step is its iteration's first, the
+// one that carries the iteration's messages.
+func (s *mstate) exchanges() bool { return s.iter%s.m == 0 }
 
 // profileNominal is Nominal of a malleable application: the profile's
 // time on nodes single-processor nodes.

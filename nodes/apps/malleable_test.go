@@ -175,6 +175,23 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 	p := Params{TimeScale: 500, Args: map[string]float64{"iterations": 30000, "data_mb": 1, "halo_kb": 1}}
 	j := startJob(t, NBody{}, 2, p)
 	reps := j.resize(5)
+	// The grow applied at the next safe point after the order: at time
+	// scale 500 it is credited, every rank the same (rank 0's), and the
+	// old ranks name its lateness.
+	var credit time.Duration
+	for _, r := range reps {
+		if r.Rank == 0 {
+			credit = r.Credit
+			if r.Late <= 0 || credit <= 0 || credit >= r.Late {
+				t.Errorf("rank 0 of a late grow 2->5: late %v, credit %v", r.Late, credit)
+			}
+		}
+	}
+	for _, r := range reps {
+		if r.Credit != credit {
+			t.Errorf("rank %d credited %v, rank 0 %v", r.Rank, r.Credit, credit)
+		}
+	}
 	for _, r := range reps {
 		if r.Rank < 2 && (r.SafePoints < 1 || r.NewRank != r.Rank) {
 			t.Errorf("grow report of an old rank: %+v", r)
@@ -209,6 +226,42 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 		}
 		if o.res.Iterations != 60 {
 			t.Errorf("rank %d: %d iterations, want 60", o.rank, o.res.Iterations)
+		}
+	}
+	if finals != 3 {
+		t.Errorf("%d ranks finished, want 3", finals)
+	}
+}
+
+// TestNBodyResizesBetweenSteps: iterations long enough to split into steps
+// (0.2 s at best, so two steps at time scale 400) still grow and shrink
+// with their data, every rank ends with the job's iteration count (not its
+// steps), and the new ranks take the same steps and credit as rank 0.
+func TestNBodyResizesBetweenSteps(t *testing.T) {
+	p := Params{TimeScale: 400, Args: map[string]float64{"iterations": 1200, "data_mb": 1, "halo_kb": 1}}
+	j := startJob(t, NBody{}, 2, p)
+	reps := j.resize(4)
+	var credit time.Duration
+	for _, r := range reps {
+		if r.Rank == 0 {
+			credit = r.Credit
+		}
+	}
+	for _, r := range reps {
+		if r.Credit != credit {
+			t.Errorf("rank %d credited %v, rank 0 %v", r.Rank, r.Credit, credit)
+		}
+	}
+	j.resize(3)
+	want := checksumOf(ScaledData(1<<20, p.TimeScale))
+	finals := 0
+	for _, o := range j.wait(4) {
+		if o.res.Released {
+			continue
+		}
+		finals++
+		if o.res.Value != want || o.res.Iterations != 3 {
+			t.Errorf("rank %d: %+v, want checksum %v after 3 iterations", o.rank, o.res, want)
 		}
 	}
 	if finals != 3 {

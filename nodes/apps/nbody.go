@@ -103,6 +103,10 @@ type nbodyKernel struct {
 func (k *nbodyKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 	c := s.c
 	n, r := c.Size(), c.Rank()
+	work := iterWork(k.prof, n*c.Processors(), c.Processors(), k.iters)
+	if !s.exchanges() {
+		return nil, s.compute(ctx, work)
+	}
 	var red float64
 	if n > 1 {
 		right, left := (r+1)%n, (r+n-1)%n
@@ -119,10 +123,14 @@ func (k *nbodyKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 		red += byteSum(got)
 		c.Release(got)
 	}
-	if err := s.compute(ctx, iterWork(k.prof, n*c.Processors(), c.Processors(), k.iters)); err != nil {
+	if err := s.compute(ctx, work); err != nil {
 		return nil, err
 	}
 	return []float64{red}, nil
 }
 
 func (k *nbodyKernel) sized(*mstate, *Control) {}
+
+func (k *nbodyKernel) pace(n, procs int) time.Duration {
+	return time.Duration(float64(k.prof.Exec(n*procs)) / k.iters)
+}

@@ -37,20 +37,24 @@ func (c *Comm) Barrier(ctx context.Context) error {
 // (on the root, b itself).
 func (c *Comm) Bcast(ctx context.Context, root int, b []byte) ([]byte, error) {
 	defer c.timed(time.Now())
-	n := c.Size()
 	if err := c.peerCheck(root); err != nil {
 		return nil, err
 	}
-	parent, children := bcastTree(n, c.rank, root)
+	return c.bcast(ctx, root, b, tagBcast)
+}
+
+// bcast is Bcast's tree with the given reserved tag, untimed.
+func (c *Comm) bcast(ctx context.Context, root int, b []byte, tag int32) ([]byte, error) {
+	parent, children := bcastTree(c.Size(), c.rank, root)
 	if parent >= 0 {
-		got, err := c.recv(ctx, parent, tagBcast)
+		got, err := c.recv(ctx, parent, tag)
 		if err != nil {
 			return nil, fmt.Errorf("bcast: %w", err)
 		}
 		b = got
 	}
 	for _, ch := range children {
-		if err := c.send(ctx, ch, tagBcast, b); err != nil {
+		if err := c.send(ctx, ch, tag, b); err != nil {
 			return nil, fmt.Errorf("bcast: %w", err)
 		}
 	}
@@ -253,11 +257,12 @@ func (c *Comm) AllgatherRing(ctx context.Context, b []byte) ([][]byte, error) {
 // r-2^k and receives as many from rank r+2^k. Blocks may differ in length.
 func (c *Comm) AllgatherBruck(ctx context.Context, b []byte) ([][]byte, error) {
 	defer c.timed(time.Now())
-	return c.allgatherBruck(ctx, b, tagAllgather)
+	return c.allgatherBruck(ctx, b, tagAllgather, c.Size())
 }
 
-func (c *Comm) allgatherBruck(ctx context.Context, b []byte, tag int32) ([][]byte, error) {
-	n := c.Size()
+// allgatherBruck is AllgatherBruck over ranks 0..n-1 of the table (this
+// rank among them) with the given reserved tag, untimed.
+func (c *Comm) allgatherBruck(ctx context.Context, b []byte, tag int32, n int) ([][]byte, error) {
 	r := c.rank
 	have := make([][]byte, 1, n) // have[i] is the block of rank (r+i)%n
 	have[0] = b

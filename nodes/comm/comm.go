@@ -28,6 +28,7 @@ const (
 	tagGather    = -5
 	tagLayout    = -6 // resize: block lengths
 	tagResize    = -7 // resize: data moves
+	tagOldLayout = -8 // grow: the old layout, down to the new ranks
 )
 
 // A frame is its header then its payload. The header holds the payload

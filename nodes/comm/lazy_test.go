@@ -336,10 +336,11 @@ func TestLazyTwoConnectionsPerPair(t *testing.T) {
 	}
 }
 
-// TestLazyGrowNewRankSendsFirst: a new rank that reaches a current rank
-// before that rank's Resize has its connection kept (parked) and adopted
-// by the grow; the data arrives complete.
-func TestLazyGrowNewRankSendsFirst(t *testing.T) {
+// TestLazyGrowNewRanksFirst: new ranks that join well before the current
+// ranks resize wait for the old layout from rank 0's tree; the data
+// arrives complete, nothing is left parked, and the grown communicator
+// works.
+func TestLazyGrowNewRanksFirst(t *testing.T) {
 	ctx := testCtx(t)
 	cs := mesh(t, 2)
 	const total = 100003
@@ -352,7 +353,6 @@ func TestLazyGrowNewRankSendsFirst(t *testing.T) {
 	for _, j := range js {
 		j.join(ctx, peers, 2)
 	}
-	// The new ranks' first sends reach the current ranks before their Resize.
 	parked := func() int {
 		n := 0
 		for _, c := range cs {
@@ -362,18 +362,35 @@ func TestLazyGrowNewRankSendsFirst(t *testing.T) {
 		}
 		return n
 	}
-	waittest.Until(t, 10*time.Second, "a new rank to reach a current rank before its Resize", func() bool { return parked() > 0 })
+	// Every new rank has connected and waits for the grow.
+	for _, j := range js {
+		waittest.Until(t, 10*time.Second, "a new rank connected", func() bool {
+			j.ep.mu.Lock()
+			defer j.ep.mu.Unlock()
+			return j.ep.comm != nil
+		})
+	}
+	resized := time.Now()
 	spmd(t, cs, func(c *Comm) error {
 		d, _, err := c.Resize(ctx, peers, c.Rank(), data[c.Rank()])
 		data[c.Rank()] = d
 		return err
 	})
-	for _, r := range awaitJoins(t, js, 2) {
+	for i, r := range awaitJoins(t, js, 2) {
 		cs = append(cs, r.c)
 		data = append(data, r.data)
+		// A new rank's part starts with the grow's first message to it,
+		// not with its Join: its wait for the current ranks is not the
+		// resize's.
+		if el := time.Since(resized); r.st.Duration <= 0 || r.st.Duration > el {
+			t.Errorf("new rank %d: resize duration %v, want within the %v since the current ranks began", 2+i, r.st.Duration, el)
+		}
 	}
 	for r := range cs {
 		checkBlock(t, "after grow", data[r], total, r, 5)
+	}
+	if n := parked(); n != 0 {
+		t.Errorf("%d connections left parked after the grow", n)
 	}
 	spmd(t, cs, func(c *Comm) error {
 		s, err := c.AllreduceFloat64(ctx, []float64{1}, Sum)
