@@ -96,6 +96,17 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
+// A duration out of range is said once: not also as the zero duration its
+// rejection leaves behind.
+func TestDurationOutOfRangeSaidOnce(t *testing.T) {
+	for _, d := range []string{"1e12", ".inf", "-5"} {
+		_, err := expandDoc(t, mutate(t, edit{"duration_s: 3600", "duration_s: " + d}), Overrides{})
+		if err == nil || strings.Count(err.Error(), "workload.duration_s") != 1 {
+			t.Errorf("duration_s %s: %v, want one error on workload.duration_s", d, err)
+		}
+	}
+}
+
 // TestMalleabilityRanges covers the fields of the malleability blocks, on a
 // built-in malleable scenario.
 func TestMalleabilityRanges(t *testing.T) {

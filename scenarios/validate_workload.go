@@ -220,7 +220,9 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 	if w.Arrivals == nil && len(w.Jobs) == 0 {
 		v.add("workload", "give arrivals (generated jobs), jobs (an explicit list), or both")
 	}
+	before := len(v.errs)
 	r.duration = v.seconds(r, "workload.duration_s", w.DurationS, false)
+	durationBad := len(v.errs) > before // said already: no second word on it
 	if w.MaxJobs < 0 {
 		v.add("workload.max_jobs", "must not be negative (0 means no cap), got %d", w.MaxJobs)
 	} else {
@@ -273,7 +275,7 @@ func (v *validator) workload(s *Scenario, env Env, r *resolved, topoOK bool) {
 			v.add("workload.sizes", "generated arrivals need at least one job size")
 			sizesOK = false
 		}
-		if r.duration <= 0 {
+		if r.duration <= 0 && !durationBad {
 			v.add("workload.duration_s", "generated arrivals need a duration greater than 0")
 		}
 		switch {
