@@ -157,3 +157,21 @@ func TestFidelitySummaryNamesCoarseTimeScale(t *testing.T) {
 		}
 	}
 }
+
+// The late-resize credit is rank 0's of each resize that keeps it, summed:
+// the other ranks' copies, a departing rank and other events do not count.
+func TestRecorderLateCredit(t *testing.T) {
+	r := NewRecorder(&bytes.Buffer{}, 1, func(string, int) float64 { return 100 })
+	resized := func(rank, newRank, credit float64) *msg.Event {
+		return ev(10, msg.EventRankResized, "j1", nil, map[string]float64{"rank": rank, "new_rank": newRank, "credit_s": credit})
+	}
+	r.Record(resized(0, 0, 2.5))  // a grow: rank 0's reckoning
+	r.Record(resized(1, 1, 2.5))  // the same credit on another rank
+	r.Record(resized(3, 3, 2.5))  // and on a new rank
+	r.Record(resized(0, 0, -0.5)) // a shrink to a slower size: a debt
+	r.Record(resized(2, -1, 0))   // a departing rank
+	r.Record(ev(11, msg.EventGrow, "j1", nil, map[string]float64{"credit_s": 9}))
+	if got := r.LateCredit(); got != 2 {
+		t.Errorf("late credit %v, want 2", got)
+	}
+}
