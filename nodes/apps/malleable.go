@@ -166,8 +166,8 @@ type mstate struct {
 	base  int
 	k     float64 // the time scale
 	// credit is the wall time still to come off (negative: to add to) the
-	// job's computation for its resizes' lateness, per iteration at most
-	// per (lateCredit).
+	// job's computation for its resizes' lateness, at most per in a step
+	// (lateCredit, owe, take).
 	credit, per time.Duration
 }
 
