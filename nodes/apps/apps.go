@@ -274,31 +274,57 @@ func (p Params) iterations(n float64) int {
 // less computation than the credit keeps the rest (Credit.Left). At time
 // scale 1, or without the matrix (oneOff 0), nothing is left out.
 type Credit struct {
-	left time.Duration // reference-processor work still to leave out
-	per  time.Duration // to leave out of each call
+	s spread // reference-processor work still to leave out
 }
 
 // Credit is the rank's credit for a one-off phase of ideal cost oneOff,
 // over calls calls of Compute.
 func (p Params) Credit(c *comm.Comm, oneOff time.Duration, calls int) *Credit {
-	k := p.scale()
-	if k <= 1 || oneOff <= 0 {
-		return &Credit{}
+	cr := &Credit{}
+	if k := p.scale(); k > 1 && oneOff > 0 {
+		cr.s.add(c.WorkFor(time.Duration(float64(oneOff)*(1-1/k))), calls)
 	}
-	w := c.WorkFor(time.Duration(float64(oneOff) * (1 - 1/k)))
-	return &Credit{left: w, per: (w + time.Duration(max(calls, 1)) - 1) / time.Duration(max(calls, 1))}
+	return cr
 }
 
 // Take returns work less its share of the credit (at least 0).
 func (cr *Credit) Take(work time.Duration) time.Duration {
-	d := min(cr.per, cr.left, max(work, 0))
-	cr.left -= d
-	return work - d
+	return work - cr.s.take(max(work, 0))
 }
 
 // Left is the reference-processor work of the credit the rank's
 // computation did not cover.
-func (cr *Credit) Left() time.Duration { return cr.left }
+func (cr *Credit) Left() time.Duration { return cr.s.left }
+
+// spread is an amount settled evenly over a number of calls and never
+// beyond itself: a credit (positive) or a debt (negative). It carries the
+// one-off phase's Credit and a malleable job's credit for late resizes.
+type spread struct {
+	left time.Duration // still to settle
+	per  time.Duration // to settle at each call
+}
+
+// add adds d to what is left and spreads the whole over calls calls.
+func (s *spread) add(d time.Duration, calls int) {
+	s.left += d
+	n := time.Duration(max(calls, 1))
+	if s.left >= 0 {
+		s.per = (s.left + n - 1) / n
+	} else {
+		s.per = s.left / n
+	}
+}
+
+// take settles this call's share, of at most limit in size, and returns it.
+func (s *spread) take(limit time.Duration) time.Duration {
+	x := s.per
+	if (x > 0 && x > s.left) || (x < 0 && x < s.left) {
+		x = s.left
+	}
+	x = max(min(x, limit), -limit)
+	s.left -= x
+	return x
+}
 
 func (p Params) scale() float64 {
 	if p.TimeScale <= 0 {

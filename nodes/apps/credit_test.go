@@ -60,7 +60,7 @@ func TestOneOffCredit(t *testing.T) {
 
 func TestCreditTake(t *testing.T) {
 	// 3 ms over 4 calls: 0.75 ms off each of them.
-	cr := &Credit{left: 3 * time.Millisecond, per: 750 * time.Microsecond}
+	cr := &Credit{s: spread{left: 3 * time.Millisecond, per: 750 * time.Microsecond}}
 	for i := range 4 {
 		if got := cr.Take(2 * time.Millisecond); got != 1250*time.Microsecond {
 			t.Errorf("take %d: %v, want 1.25ms", i, got)
@@ -70,7 +70,7 @@ func TestCreditTake(t *testing.T) {
 		t.Errorf("after the credit: %v (left %v), want 2ms and nothing left", got, cr.Left())
 	}
 	// Computation shorter than the credit: every call goes, the rest stays.
-	short := &Credit{left: 5 * time.Millisecond, per: 2500 * time.Microsecond}
+	short := &Credit{s: spread{left: 5 * time.Millisecond, per: 2500 * time.Microsecond}}
 	for range 2 {
 		if got := short.Take(time.Millisecond); got != 0 {
 			t.Errorf("a call shorter than its share: %v left of it, want 0", got)

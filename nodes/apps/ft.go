@@ -116,7 +116,7 @@ func (k *ftKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 		}
 		return []float64{0}, nil
 	}
-	work := iterWork(k.prof, active*c.Processors(), c.Processors(), k.iters)
+	work := k.pace(n, c.Processors()) * time.Duration(c.Processors())
 	if !s.exchanges() {
 		return nil, s.compute(ctx, work)
 	}
@@ -136,7 +136,7 @@ func (k *ftKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 }
 
 func (k *ftKernel) pace(n, procs int) time.Duration {
-	return time.Duration(float64(k.prof.Exec(floorPow2(n)*procs)) / k.iters)
+	return iterWork(k.prof, floorPow2(n)*procs, 1, k.iters)
 }
 
 // sized asks to release the ranks above the largest power of two, once per

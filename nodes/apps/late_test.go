@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -41,14 +42,14 @@ func TestOweTake(t *testing.T) {
 		s.owe(c.credit)
 		var sum time.Duration
 		for range max(c.left, 1) + 2 {
-			x := s.take()
+			x := s.credit.take(math.MaxInt64)
 			if (c.credit > 0 && x < 0) || (c.credit < 0 && x > 0) {
 				t.Fatalf("credit %v: took %v", c.credit, x)
 			}
 			sum += x
 		}
-		if sum != c.credit || s.credit != 0 {
-			t.Errorf("credit %v over %d iterations: settled %v, %v left", c.credit, c.left, sum, s.credit)
+		if sum != c.credit || s.credit.left != 0 {
+			t.Errorf("credit %v over %d iterations: settled %v, %v left", c.credit, c.left, sum, s.credit.left)
 		}
 	}
 }

@@ -166,9 +166,9 @@ type mstate struct {
 	base  int
 	k     float64 // the time scale
 	// credit is the wall time still to come off (negative: to add to) the
-	// job's computation for its resizes' lateness, at most per in a step
-	// (lateCredit, owe, take).
-	credit, per time.Duration
+	// job's computation for its resizes' lateness, settled evenly over its
+	// remaining steps (lateCredit, owe).
+	credit spread
 }
 
 // kernel is the application-specific part of a malleable application.
@@ -462,25 +462,9 @@ func lateCredit(late time.Duration, k float64, before, after time.Duration) time
 }
 
 // owe adds credit (wall time; negative: a debt) to what the job's
-// remaining iterations' computation gives back, spread evenly over them.
+// remaining steps' computation gives back, spread evenly over them.
 func (s *mstate) owe(credit time.Duration) {
-	s.credit += credit
-	left := time.Duration(max(s.total-s.iter, 1))
-	s.per = (s.credit + left - 1) / left
-	if s.credit < 0 {
-		s.per = s.credit / left
-	}
-}
-
-// take returns the share of the credit (or debt) this iteration's
-// computation settles.
-func (s *mstate) take() time.Duration {
-	x := s.per
-	if (x > 0 && x > s.credit) || (x < 0 && x < s.credit) {
-		x = s.credit
-	}
-	s.credit -= x
-	return x
+	s.credit.add(credit, s.total-s.iter)
 }
 
 // iterWork is the reference-processor work of one iteration on a rank of
@@ -512,7 +496,7 @@ func malleableTraffic(exec time.Duration, iterations float64, n int, msgs, bytes
 func (s *mstate) compute(ctx context.Context, work time.Duration) error {
 	full := s.c.ComputeTime(work)
 	target := time.Duration(float64(full) * float64(s.iter%s.m+1-s.base) / float64(s.m))
-	spent := time.Since(s.begin) + s.take()
+	spent := time.Since(s.begin) + s.credit.take(math.MaxInt64)
 	if full <= 0 || spent >= target {
 		return ctx.Err()
 	}

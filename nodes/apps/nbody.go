@@ -103,7 +103,7 @@ type nbodyKernel struct {
 func (k *nbodyKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 	c := s.c
 	n, r := c.Size(), c.Rank()
-	work := iterWork(k.prof, n*c.Processors(), c.Processors(), k.iters)
+	work := k.pace(n, c.Processors()) * time.Duration(c.Processors())
 	if !s.exchanges() {
 		return nil, s.compute(ctx, work)
 	}
@@ -132,5 +132,5 @@ func (k *nbodyKernel) step(ctx context.Context, s *mstate) ([]float64, error) {
 func (k *nbodyKernel) sized(*mstate, *Control) {}
 
 func (k *nbodyKernel) pace(n, procs int) time.Duration {
-	return time.Duration(float64(k.prof.Exec(n*procs)) / k.iters)
+	return iterWork(k.prof, n*procs, 1, k.iters)
 }
