@@ -170,6 +170,43 @@ func (j *mjob) wait(ranks int) []rankOut {
 	return outs
 }
 
+// rank0Credit returns rank 0's report among a resize's reports and checks
+// that every rank took rank 0's credit.
+func rank0Credit(t *testing.T, reps []Resized) Resized {
+	t.Helper()
+	var r0 Resized
+	for _, r := range reps {
+		if r.Rank == 0 {
+			r0 = r
+		}
+	}
+	for _, r := range reps {
+		if r.Credit != r0.Credit {
+			t.Errorf("rank %d credited %v, rank 0 %v", r.Rank, r.Credit, r0.Credit)
+		}
+	}
+	return r0
+}
+
+// checkFinals checks the ranks of outs that finished the job: n of them,
+// each with the checksum want after iters iterations.
+func checkFinals(t *testing.T, outs []rankOut, want float64, iters, n int) {
+	t.Helper()
+	finals := 0
+	for _, o := range outs {
+		if o.res.Released {
+			continue
+		}
+		finals++
+		if o.res.Value != want || o.res.Iterations != iters {
+			t.Errorf("rank %d: %+v, want checksum %v after %d iterations", o.rank, o.res, want, iters)
+		}
+	}
+	if finals != n {
+		t.Errorf("%d ranks finished, want %d", finals, n)
+	}
+}
+
 func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 	// 20 ms iterations on 2 ranks, 60 of them.
 	p := Params{TimeScale: 500, Args: map[string]float64{"iterations": 30000, "data_mb": 1, "halo_kb": 1}}
@@ -178,19 +215,8 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 	// The grow applied at the next safe point after the order: at time
 	// scale 500 it is credited, every rank the same (rank 0's), and the
 	// old ranks name its lateness.
-	var credit time.Duration
-	for _, r := range reps {
-		if r.Rank == 0 {
-			credit = r.Credit
-			if r.Late <= 0 || credit <= 0 || credit >= r.Late {
-				t.Errorf("rank 0 of a late grow 2->5: late %v, credit %v", r.Late, credit)
-			}
-		}
-	}
-	for _, r := range reps {
-		if r.Credit != credit {
-			t.Errorf("rank %d credited %v, rank 0 %v", r.Rank, r.Credit, credit)
-		}
+	if r0 := rank0Credit(t, reps); r0.Late <= 0 || r0.Credit <= 0 || r0.Credit >= r0.Late {
+		t.Errorf("rank 0 of a late grow 2->5: late %v, credit %v", r0.Late, r0.Credit)
 	}
 	for _, r := range reps {
 		if r.Rank < 2 && (r.SafePoints < 1 || r.NewRank != r.Rank) {
@@ -213,24 +239,7 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 	if released != 2 {
 		t.Errorf("%d ranks released, want 2", released)
 	}
-	outs := j.wait(5)
-	want := checksumOf(ScaledData(1<<20, p.TimeScale))
-	var finals int
-	for _, o := range outs {
-		if o.res.Released {
-			continue
-		}
-		finals++
-		if o.res.Value != want {
-			t.Errorf("rank %d: checksum %v, want %v", o.rank, o.res.Value, want)
-		}
-		if o.res.Iterations != 60 {
-			t.Errorf("rank %d: %d iterations, want 60", o.rank, o.res.Iterations)
-		}
-	}
-	if finals != 3 {
-		t.Errorf("%d ranks finished, want 3", finals)
-	}
+	checkFinals(t, j.wait(5), checksumOf(ScaledData(1<<20, p.TimeScale)), 60, 3)
 }
 
 // TestNBodyResizesBetweenSteps: iterations long enough to split into steps
@@ -240,33 +249,9 @@ func TestNBodyGrowsAndShrinksWithItsData(t *testing.T) {
 func TestNBodyResizesBetweenSteps(t *testing.T) {
 	p := Params{TimeScale: 400, Args: map[string]float64{"iterations": 1200, "data_mb": 1, "halo_kb": 1}}
 	j := startJob(t, NBody{}, 2, p)
-	reps := j.resize(4)
-	var credit time.Duration
-	for _, r := range reps {
-		if r.Rank == 0 {
-			credit = r.Credit
-		}
-	}
-	for _, r := range reps {
-		if r.Credit != credit {
-			t.Errorf("rank %d credited %v, rank 0 %v", r.Rank, r.Credit, credit)
-		}
-	}
+	rank0Credit(t, j.resize(4))
 	j.resize(3)
-	want := checksumOf(ScaledData(1<<20, p.TimeScale))
-	finals := 0
-	for _, o := range j.wait(4) {
-		if o.res.Released {
-			continue
-		}
-		finals++
-		if o.res.Value != want || o.res.Iterations != 3 {
-			t.Errorf("rank %d: %+v, want checksum %v after 3 iterations", o.rank, o.res, want)
-		}
-	}
-	if finals != 3 {
-		t.Errorf("%d ranks finished, want 3", finals)
-	}
+	checkFinals(t, j.wait(4), checksumOf(ScaledData(1<<20, p.TimeScale)), 3, 3)
 }
 
 func TestFTReleasesAboveAPowerOfTwo(t *testing.T) {
