@@ -127,8 +127,8 @@ func coarseNote(plan *scenarios.Plan, k float64) string {
 		return ""
 	}
 	type few struct {
-		jobs           int
-		at1, at, least float64
+		jobs    int
+		at1, at float64
 	}
 	per := map[string]*few{}
 	var names []string
@@ -142,8 +142,8 @@ func coarseNote(plan *scenarios.Plan, k float64) string {
 		if err != nil || t.Iterations <= 0 {
 			continue
 		}
-		at, least := math.Max(1, math.Round(t.Iterations/k)), minIterationsOf(t)
-		if at >= least {
+		at := float64(apps.IterationsAt(t.Iterations, k))
+		if at >= minIterationsOf(t) {
 			continue
 		}
 		f := per[j.App]
@@ -153,7 +153,7 @@ func coarseNote(plan *scenarios.Plan, k float64) string {
 			names = append(names, j.App)
 		}
 		f.jobs++
-		f.at1, f.least = math.Max(f.at1, t.Iterations), least
+		f.at1 = math.Max(f.at1, t.Iterations)
 		f.at = math.Min(f.at, at)
 		total++
 	}

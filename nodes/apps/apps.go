@@ -249,8 +249,11 @@ func positive(app string, a map[string]float64, names ...string) error {
 }
 
 // iterations divides a count at time scale 1 by the time scale (at least 1).
-func (p Params) iterations(n float64) int {
-	k := p.TimeScale
+func (p Params) iterations(n float64) int { return IterationsAt(n, p.TimeScale) }
+
+// IterationsAt is how many of n iterations (a count at time scale 1) a run
+// at time scale k runs: n / k rounded, at least one (k <= 0 means 1).
+func IterationsAt(n, k float64) int {
 	if k <= 0 {
 		k = 1
 	}
