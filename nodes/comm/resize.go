@@ -21,11 +21,13 @@ import (
 // total%n blocks one more), and every byte that changes owner travels over
 // the job's (shaped) connections.
 //
-// Connections stay lazy (see Endpoint.Connect). Grow: every rank installs
-// the grown table and all of them exchange their block lengths and the
-// data; the connections those messages need are opened by their first
-// sends (a new rank may reach a current rank before that rank installed
-// the grown table: the connection waits, accepted, for it). Shrink: every
+// Connections stay lazy (see Endpoint.Connect). Grow: every current rank
+// installs the grown table, the current ranks exchange their block lengths
+// and rank 0 hands the old layout to the new ranks (oldLayout), then the
+// data moves; the connections those messages need are opened by their
+// first sends. No new rank sends to a current rank before every current
+// rank has installed the grown table; a connection that came earlier would
+// still wait, accepted (parked), for it. Shrink: every
 // rank, departing ones included, exchanges block lengths and data under
 // the old table; the departing ranks then close their communicator, and
 // the remaining ones say goodbye to those they have a connection with and
