@@ -86,9 +86,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	jobs     map[string]*Job
 	order    []string
-	events   *bufio.Writer
-	enc      eventEncoder // events.jsonl's encoder and
-	line     []byte       // its line buffer, reused from event to event
+	events   *eventWriter // events.jsonl (nil: none)
 	err      error
 	expected int
 	ended    int
@@ -116,7 +114,7 @@ type Recorder struct {
 func NewRecorder(w io.Writer, expected int, nominal func(app string, size int) float64) *Recorder {
 	r := &Recorder{jobs: map[string]*Job{}, expected: expected, done: make(chan struct{}), nominal: nominal, counts: map[string]int{}}
 	if w != nil {
-		r.events = bufio.NewWriterSize(w, 64<<10)
+		r.events = &eventWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	}
 	if expected == 0 {
 		close(r.done)
@@ -172,20 +170,8 @@ func (r *Recorder) job(id string) *Job {
 func (r *Recorder) Record(ev *msg.Event) {
 	r.mu.Lock()
 	r.counts[ev.Kind]++
-	if r.events != nil && r.err == nil {
-		b, ok := r.enc.appendEvent(r.line[:0], ev)
-		var err error
-		if !ok { // a value JSON cannot hold: json.Marshal names it
-			b, err = json.Marshal(eventJSON(ev))
-		}
-		if err == nil {
-			b = append(b, '\n')
-			_, err = r.events.Write(b)
-		}
-		r.line = b[:0]
-		if err != nil {
-			r.err = fmt.Errorf("write events: %w", err)
-		}
+	if r.events != nil {
+		r.events.add(ev)
 	}
 	switch ev.Kind {
 	case msg.EventClusterUtil:
@@ -367,11 +353,89 @@ func (r *Recorder) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.events != nil && r.err == nil {
-		if err := r.events.Flush(); err != nil {
+		if err := r.events.flush(); err != nil {
 			r.err = fmt.Errorf("write events: %w", err)
 		}
 	}
 	return r.err
+}
+
+// eventWriter writes events.jsonl beside the run: events are collected in
+// batches, and each full batch is encoded and written by a goroutine of its
+// own while the next one fills (one at a time, so the file keeps the order
+// of recording). A run on one core loses nothing by it; a simulation, which
+// records as fast as one core runs its actors, encodes on another core.
+// The recorder's lock guards it; an event is only read once recorded (the
+// actors send an event and keep no hold on it).
+type eventWriter struct {
+	w       *bufio.Writer
+	enc     eventEncoder // events.jsonl's encoder and
+	line    []byte       // its line buffer, reused from event to event
+	batch   []*msg.Event // the batch filling
+	spare   []*msg.Event // the batch being (or last) written, the next one's memory
+	writing chan error   // the batch being written: its goroutine's result
+	err     error        // the first write error
+}
+
+// eventBatch is the number of events handed to a writer goroutine at once.
+const eventBatch = 512
+
+func (e *eventWriter) add(ev *msg.Event) {
+	e.batch = append(e.batch, ev)
+	if len(e.batch) < eventBatch {
+		return
+	}
+	e.wait()
+	b := e.batch
+	e.batch, e.spare = e.spare[:0], b
+	e.writing = make(chan error, 1)
+	go func(done chan<- error) { done <- e.write(b) }(e.writing)
+}
+
+// wait waits for the batch being written, if any, and takes its memory for
+// the next batch.
+func (e *eventWriter) wait() {
+	if e.writing == nil {
+		return
+	}
+	if err := <-e.writing; err != nil && e.err == nil {
+		e.err = err
+	}
+	e.writing = nil
+}
+
+// write encodes and writes a batch; only one goroutine at a time runs it.
+func (e *eventWriter) write(batch []*msg.Event) error {
+	var err error
+	for i, ev := range batch {
+		batch[i] = nil
+		if err != nil || e.err != nil {
+			continue
+		}
+		b, ok := e.enc.appendEvent(e.line[:0], ev)
+		if !ok { // a value JSON cannot hold: json.Marshal names it
+			b, err = json.Marshal(eventJSON(ev))
+		}
+		if err == nil {
+			b = append(b, '\n')
+			_, err = e.w.Write(b)
+		}
+		e.line = b[:0]
+	}
+	return err
+}
+
+// flush writes every event added so far and returns the first error.
+func (e *eventWriter) flush() error {
+	e.wait()
+	if err := e.write(e.batch); err != nil && e.err == nil {
+		e.err = err
+	}
+	e.batch = e.batch[:0]
+	if e.err == nil {
+		e.err = e.w.Flush()
+	}
+	return e.err
 }
 
 func eventJSON(ev *msg.Event) map[string]interface{} {

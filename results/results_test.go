@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,5 +174,59 @@ func TestRecorderLateCredit(t *testing.T) {
 	r.Record(ev(11, msg.EventGrow, "j1", nil, map[string]float64{"credit_s": 9}))
 	if got := r.LateCredit(); got != 2 {
 		t.Errorf("late credit %v, want 2", got)
+	}
+}
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct {
+	n   int
+	err error
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return 0, f.err
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// events.jsonl keeps the order of recording across the batches its
+// goroutines write, events recorded after a flush are written by the next
+// one, and a failed write is reported by Flush.
+func TestRecorderEventsInOrderAcrossBatches(t *testing.T) {
+	var out bytes.Buffer
+	r := NewRecorder(&out, 0, nil)
+	n := 3*eventBatch + 7
+	for i := range n {
+		r.Record(ev(float64(i), "submit", "j", nil, nil))
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.Record(ev(float64(n), "submit", "j", nil, nil)) // after the flush
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != n+1 {
+		t.Fatalf("%d lines, want %d", len(lines), n+1)
+	}
+	for i, l := range lines {
+		var e struct {
+			T float64 `json:"t_s"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.T != float64(i) {
+			t.Fatalf("line %d: %q (%v), want t_s %d", i+1, l, err, i)
+		}
+	}
+
+	boom := errors.New("disk full")
+	r = NewRecorder(&failAfter{n: 100 << 10, err: boom}, 0, nil)
+	for i := range 4 * eventBatch {
+		r.Record(ev(float64(i), "submit", "j", map[string]string{"pad": strings.Repeat("x", 100)}, nil))
+	}
+	if err := r.Flush(); !errors.Is(err, boom) || !strings.Contains(err.Error(), "write events") {
+		t.Fatalf("flush after a failed write: %v, want write events: %v", err, boom)
 	}
 }
