@@ -297,26 +297,38 @@ func (r *Results) invariants() (checks, violations map[string]int, details []str
 	return nil, maps.Clone(r.violations), append([]string(nil), r.details...)
 }
 
+// write writes results.json, jobs.csv, its Batsim layout and a malleable
+// plan's series, each file by a goroutine of its own (they only read the
+// jobs), and returns the first error in that order.
 func (r *Results) write(sum results.Summary, jobs []results.Job) error {
 	if r.out == "" {
 		return nil
-	}
-	if err := sum.WriteJSON(r.out); err != nil {
-		return err
-	}
-	if err := results.WriteJobsCSV(r.out, jobs); err != nil {
-		return err
 	}
 	// The same jobs in Batsim's layout, for its analysis tools (evalys).
 	var clusters []results.BatsimCluster
 	for _, c := range r.plan.Clusters {
 		clusters = append(clusters, results.BatsimCluster{Name: c.Name, Nodes: c.Nodes})
 	}
-	if err := results.WriteBatsimCSVPlatform(r.out, jobs, r.plan.Name, clusters); err != nil {
-		return err
+	writers := []func() error{
+		func() error { return sum.WriteJSON(r.out) },
+		func() error { return results.WriteJobsCSV(r.out, jobs) },
+		func() error { return results.WriteBatsimCSVPlatform(r.out, jobs, r.plan.Name, clusters) },
 	}
 	if r.plan.Policy.Malleability != nil {
-		return results.WriteSeries(r.out, r.recorder.Utilization(), r.recorder.Resizes())
+		writers = append(writers, func() error {
+			return results.WriteSeries(r.out, r.recorder.Utilization(), r.recorder.Resizes())
+		})
+	}
+	errs := make([]error, len(writers))
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		wg.Go(func() { errs[i] = w() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
