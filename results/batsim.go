@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -213,21 +213,41 @@ func parseBatsimComponents(s string) ([]batsimComponent, error) {
 // batsimAllocate numbers the nodes each started job held (see
 // WriteBatsimCSVPlatform) and returns each job's interval set.
 func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimCluster) ([]string, error) {
-	held, peak := batsimReplay(batsimEvents(jobs, comps), comps, len(jobs))
+	// The clusters the components name, numbered in the order first named.
+	cidx := map[string]int32{}
+	var names []string
+	for _, cs := range comps {
+		for _, c := range cs {
+			if _, ok := cidx[c.cluster]; !ok {
+				cidx[c.cluster] = int32(len(names))
+				names = append(names, c.cluster)
+			}
+		}
+	}
+	r := batsimReplay{used: make([][]bool, len(names)), low: make([]int, len(names)), held: make([]batsimSpan, len(jobs))}
+	r.run(batsimEvents(jobs, comps), comps, cidx)
+	peak := make(map[string]int, len(names))
+	for c, u := range r.used {
+		peak[names[c]] = len(u)
+	}
 	offset, err := batsimOffsets(peak, platform)
 	if err != nil {
 		return nil, err
 	}
+	off := make([]int, len(names))
+	for c, n := range names {
+		off[c] = offset[n]
+	}
 	out := make([]string, len(jobs))
 	var ids []int
-	for i, m := range held {
+	var b []byte
+	for i, h := range r.held {
 		ids = ids[:0]
-		for c, l := range m {
-			for _, id := range l {
-				ids = append(ids, offset[c]+id)
-			}
+		for _, n := range r.nodes[h.from:h.to] {
+			ids = append(ids, off[n.cluster]+int(n.id))
 		}
-		out[i] = batsimIntervals(ids)
+		b = batsimIntervals(b[:0], ids)
+		out[i] = string(b)
 	}
 	return out, nil
 }
@@ -243,7 +263,7 @@ type batsimEvent struct {
 // nodes, in time order: ends before starts at equal times, then the order
 // of jobs.
 func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
-	var evs []batsimEvent
+	evs := make([]batsimEvent, 0, 2*len(jobs))
 	for i := range jobs {
 		if jobs[i].Start < 0 || len(comps[i]) == 0 {
 			continue
@@ -253,65 +273,77 @@ func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
 			evs = append(evs, batsimEvent{jobs[i].End, false, i})
 		}
 	}
-	sort.SliceStable(evs, func(a, b int) bool {
-		if evs[a].t != evs[b].t {
-			return evs[a].t < evs[b].t
+	slices.SortStableFunc(evs, func(a, b batsimEvent) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
 		}
-		return !evs[a].start && evs[b].start
+		switch {
+		case a.start == b.start:
+			return 0
+		case !a.start:
+			return -1
+		}
+		return 1
 	})
 	return evs
 }
 
-// batsimReplay replays the events on clusters whose nodes are numbered 0,
-// 1, ... locally: held[job] is the local numbers the job held per cluster
-// (nil for a job that never started), peak the number of nodes each
-// cluster named by a component needed at once.
-func batsimReplay(evs []batsimEvent, comps [][]batsimComponent, jobs int) (held []map[string][]int, peak map[string]int) {
-	used := map[string][]bool{}
-	held = make([]map[string][]int, jobs)
+// batsimNode is a node a job held: its local number in a cluster.
+type batsimNode struct{ cluster, id int32 }
+
+// batsimSpan is a job's nodes in batsimReplay.nodes.
+type batsimSpan struct{ from, to int }
+
+// batsimReplay replays the starts and ends on clusters whose nodes are
+// numbered 0, 1, ... locally: used[c] says which nodes of cluster c are
+// held (its length is the most held at once), low[c] is at or below its
+// lowest free node, and held[job] spans the nodes the job held in nodes
+// (empty for a job that never started).
+type batsimReplay struct {
+	used  [][]bool
+	low   []int
+	held  []batsimSpan
+	nodes []batsimNode
+}
+
+func (r *batsimReplay) run(evs []batsimEvent, comps [][]batsimComponent, cidx map[string]int32) {
 	for _, e := range evs {
+		h := &r.held[e.job]
 		if !e.start {
-			for c, ids := range held[e.job] {
-				for _, id := range ids {
-					used[c][id] = false
-				}
+			for _, n := range r.nodes[h.from:h.to] {
+				r.used[n.cluster][n.id] = false
+				r.low[n.cluster] = min(r.low[n.cluster], int(n.id))
 			}
 			continue
 		}
-		h := make(map[string][]int, len(comps[e.job]))
+		h.from = len(r.nodes)
 		for _, comp := range comps[e.job] {
-			if got := batsimTake(used, comp); h[comp.cluster] == nil {
-				h[comp.cluster] = got
-			} else {
-				h[comp.cluster] = append(h[comp.cluster], got...)
-			}
+			r.take(cidx[comp.cluster], comp.nodes)
 		}
-		held[e.job] = h
+		h.to = len(r.nodes)
 	}
-	peak = map[string]int{}
-	for c, u := range used {
-		peak[c] = len(u)
-	}
-	return held, peak
 }
 
-// batsimTake marks the lowest-numbered free nodes of comp's cluster used,
-// as many as comp asks for, adding nodes to the cluster where too few are
-// free, and returns their local numbers.
-func batsimTake(used map[string][]bool, comp batsimComponent) []int {
-	u := used[comp.cluster]
-	got := make([]int, 0, comp.nodes)
-	for id := 0; len(got) < comp.nodes; id++ {
+// take marks the lowest-numbered free nodes of cluster c used, n of them,
+// adding nodes to the cluster where too few are free, and appends them to
+// r.nodes.
+func (r *batsimReplay) take(c int32, n int) {
+	u := r.used[c]
+	id := r.low[c]
+	for ; n > 0; id++ {
 		if id == len(u) {
 			u = append(u, false)
 		}
 		if !u[id] {
 			u[id] = true
-			got = append(got, id)
+			r.nodes = append(r.nodes, batsimNode{c, int32(id)})
+			n--
 		}
 	}
-	used[comp.cluster] = u
-	return got
+	for id < len(u) && u[id] {
+		id++
+	}
+	r.used[c], r.low[c] = u, id
 }
 
 // batsimOffsets returns the first global number of every cluster's nodes:
@@ -344,22 +376,23 @@ func batsimOffsets(peak map[string]int, platform []BatsimCluster) (map[string]in
 	return offset, nil
 }
 
-// batsimIntervals renders node numbers as Batsim's interval set: sorted,
-// runs as "a-b", single numbers alone, separated by spaces.
-func batsimIntervals(ids []int) string {
-	sort.Ints(ids)
-	var parts []string
+// batsimIntervals appends node numbers to b as Batsim's interval set:
+// sorted, runs as "a-b", single numbers alone, separated by spaces.
+func batsimIntervals(b []byte, ids []int) []byte {
+	slices.Sort(ids)
 	for i := 0; i < len(ids); {
 		j := i
 		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
 			j++
 		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(ids[i]))
-		} else {
-			parts = append(parts, strconv.Itoa(ids[i])+"-"+strconv.Itoa(ids[j]))
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(ids[i]), 10)
+		if i != j {
+			b = strconv.AppendInt(append(b, '-'), int64(ids[j]), 10)
 		}
 		i = j + 1
 	}
-	return strings.Join(parts, " ")
+	return b
 }
