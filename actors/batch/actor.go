@@ -19,16 +19,23 @@ type Config struct {
 	Capacity int
 	// Policy plans the queue (policy.New("fcfs") or "cbf").
 	Policy policy.Policy
-	// Observers receive a *msg.BatchState after every change.
-	Observers []*actor.PID
-	Env       actors.Env
+	Env    actors.Env
+}
+
+// StateRequest asks a manager for its state: it sends a *msg.BatchState,
+// made when it handles the request, to ReplyTo. Requests are answered in
+// the order they arrive, after every message sent to the manager before
+// them by the same sender.
+type StateRequest struct {
+	ReplyTo *actor.PID
 }
 
 type running struct {
 	job   *msg.BatchJob
 	start time.Duration
 	stop  func()
-	pub   *msg.BatchRunning // its entry in the published states (state)
+	in    policy.Running    // its entry in the planner's inputs
+	pub   *msg.BatchRunning // its entry in the states sent (state)
 }
 
 type waiting struct {
@@ -36,7 +43,7 @@ type waiting struct {
 	queued   time.Duration
 	held     bool
 	reserved time.Duration
-	pub      *msg.BatchQueued // its entry in the published states (state)
+	pub      *msg.BatchQueued // its entry in the states sent (state)
 }
 
 // jobDone is the manager's own timer: a running job reached the end of its
@@ -50,7 +57,8 @@ type manager struct {
 	cfg     Config
 	self    *actor.PID
 	running map[string]*running
-	order   []string // running job IDs in start order (deterministic states)
+	order   []*running // the running jobs in start order (deterministic states)
+	busy    int        // the processors they hold
 	queue   []*waiting
 	known   map[string]bool
 	// the planner's inputs, reused (runningJobs, queuedJobs)
@@ -84,8 +92,6 @@ func (c Config) Check() error {
 func (m *manager) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
 	case *actor.Started:
-		// No state is published yet: the observers may still be spawning
-		// (their initial state is the empty cluster).
 		m.self = ctx.Self()
 	case *actor.Stopping:
 		for _, r := range m.running {
@@ -97,6 +103,10 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.cancel(ctx, x)
 	case *jobDone:
 		m.done(x)
+	case StateRequest:
+		if x.ReplyTo != nil {
+			ctx.Send(x.ReplyTo, m.state())
+		}
 	}
 }
 
@@ -132,7 +142,6 @@ func (m *manager) submit(j *msg.BatchJob) {
 	ev.Values["runtime_s"] = time.Duration(j.GetRuntimeNs()).Seconds()
 	m.cfg.Env.Emit(ev)
 	m.replan()
-	m.publish()
 }
 
 // Refusal reasons of EventBatchRefused.
@@ -177,7 +186,6 @@ func (m *manager) cancel(ctx actor.Context, c *msg.BatchCancel) {
 	if to := c.GetReplyTo().PID(); to != nil {
 		ctx.Send(to, &msg.BatchCancelled{Cluster: m.cfg.Name, JobIds: done, Tag: c.GetTag()})
 	}
-	m.publish()
 }
 
 func (m *manager) done(d *jobDone) {
@@ -187,15 +195,15 @@ func (m *manager) done(d *jobDone) {
 	}
 	m.finish(d.id, r, d.killed)
 	m.replan()
-	m.publish()
 }
 
 // finish takes job id off the running set and reports its end.
 func (m *manager) finish(id string, r *running, killed bool) {
 	r.stop()
 	delete(m.running, id)
+	m.busy -= int(r.job.GetProcs())
 	for i, o := range m.order {
-		if o == id {
+		if o == r {
 			m.order = append(m.order[:i], m.order[i+1:]...)
 			break
 		}

@@ -22,7 +22,7 @@ func cluster(t *testing.T, w *virtualtest.World, pol string, capacity int) *acto
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := batch.Config{Name: "c0", Capacity: capacity, Policy: p, Observers: []*actor.PID{w.Probe()}, Env: w.Env}
+	cfg := batch.Config{Name: "c0", Capacity: capacity, Policy: p, Env: w.Env}
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}

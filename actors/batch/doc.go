@@ -5,9 +5,10 @@
 // users on a non-dedicated platform), starts a queued job when its
 // reservation comes, runs it as a compute-only job for its runtime, and kills
 // it at its walltime if it is still running then. A waiting job can be
-// cancelled (msg.BatchCancel), several at once. After every change it sends
-// its state (msg.BatchState) to its observers, so its server can estimate
-// completion times on it without asking.
+// cancelled (msg.BatchCancel), several at once. It sends its state
+// (msg.BatchState) to whoever asks (StateRequest): its server, to estimate
+// completion times on it or to hand it to the agent. A state is made only
+// when asked for, as the cluster is then, never after every change.
 //
 // The planner is called again whenever the queue or the running set
 // changes: a submission, a cancellation, a job ending early (queued jobs

@@ -16,14 +16,14 @@ import (
 // every other queued job holds its (possibly earlier) reservation.
 func (m *manager) replan() {
 	now := m.now()
-	var kill []string
-	for _, id := range m.order {
-		if r := m.running[id]; policy.KillTime(r.start, time.Duration(r.job.GetWalltimeNs())) <= now {
-			kill = append(kill, id)
+	var kill []*running
+	for _, r := range m.order {
+		if policy.KillTime(r.start, r.in.Walltime) <= now {
+			kill = append(kill, r)
 		}
 	}
-	for _, id := range kill {
-		m.finish(id, m.running[id], true)
+	for _, r := range kill {
+		m.finish(r.in.ID, r, true)
 	}
 	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
 	if err != nil {
@@ -50,8 +50,8 @@ func (m *manager) replan() {
 	}
 	clear(m.queue[len(kept):])
 	m.queue = kept
-	if busy := m.busy(); busy > m.cfg.Capacity {
-		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", busy, m.cfg.Capacity))
+	if m.busy > m.cfg.Capacity {
+		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", m.busy, m.cfg.Capacity))
 	}
 }
 
@@ -65,10 +65,11 @@ func (m *manager) start(w *waiting) {
 	if run >= wall {
 		d, killed = wall, run > wall
 	}
-	r := &running{job: j, start: now}
+	r := &running{job: j, start: now, in: policy.Running{ID: j.GetId(), Procs: int(j.GetProcs()), Start: now, Walltime: wall}}
 	r.stop = m.cfg.Env.After(d, m.self, &jobDone{id: j.GetId(), killed: killed})
 	m.running[j.GetId()] = r
-	m.order = append(m.order, j.GetId())
+	m.order = append(m.order, r)
+	m.busy += r.in.Procs
 	ev := m.event(msg.EventBatchStart, j)
 	ev.Values["wait_s"] = (now - time.Duration(j.GetSubmitNs())).Seconds()
 	ev.Values["reserved_s"] = w.reserved.Seconds()
@@ -81,21 +82,12 @@ func (m *manager) start(w *waiting) {
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
 }
 
-func (m *manager) busy() int {
-	n := 0
-	for _, r := range m.running {
-		n += int(r.job.GetProcs())
-	}
-	return n
-}
-
 // runningJobs and queuedJobs are the planner's inputs, in buffers reused
 // from plan to plan (the planner keeps neither).
 func (m *manager) runningJobs() []policy.Running {
 	out := m.runBuf[:0]
-	for _, id := range m.order {
-		r := m.running[id]
-		out = append(out, policy.Running{ID: id, Procs: int(r.job.GetProcs()), Start: r.start, Walltime: time.Duration(r.job.GetWalltimeNs())})
+	for _, r := range m.order {
+		out = append(out, r.in)
 	}
 	m.runBuf = out
 	return out
@@ -118,19 +110,18 @@ func (m *manager) violation(what, detail string) {
 	m.cfg.Env.Emit(ev)
 }
 
-// State is the cluster's state as a BatchState.
+// state is the cluster's state as a BatchState (StateRequest).
 //
-// A job's entry is made once and shared by the states published until it
-// changes (a queued job's reservation; a running job's never does): the
-// observers only read the states they are sent.
+// A job's entry is made once and shared by the states sent until it
+// changes (a queued job's reservation; a running job's never does): those
+// who ask only read the states they are sent.
 func (m *manager) state() *msg.BatchState {
 	s := &msg.BatchState{Cluster: m.cfg.Name, NowNs: int64(m.now()), Capacity: int32(m.cfg.Capacity)}
 	if len(m.order) > 0 {
 		s.Running = make([]*msg.BatchRunning, len(m.order))
-		for i, id := range m.order {
-			r := m.running[id]
+		for i, r := range m.order {
 			if r.pub == nil {
-				r.pub = &msg.BatchRunning{Id: id, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
+				r.pub = &msg.BatchRunning{Id: r.in.ID, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
 			}
 			s.Running[i] = r.pub
 		}
@@ -146,14 +137,4 @@ func (m *manager) state() *msg.BatchState {
 		}
 	}
 	return s
-}
-
-func (m *manager) publish() {
-	if len(m.cfg.Observers) == 0 {
-		return
-	}
-	s := m.state()
-	for _, o := range m.cfg.Observers {
-		m.cfg.Env.System.Root.Send(o, s)
-	}
 }

@@ -28,9 +28,8 @@ func newGrid(t *testing.T, mode, heuristic string, cl ...realloc.Cluster) *grid 
 	g := &grid{w: w}
 	var servers []*actor.PID
 	for _, c := range cl {
-		srv := w.System.NewLocalPID("server-" + c.Name)
 		g.clusters = append(g.clusters, w.Spawn(batch.Props(batch.Config{Name: c.Name, Capacity: c.Capacity, Policy: pol,
-			Observers: []*actor.PID{srv}, Env: w.Env}), "batch-"+c.Name))
+			Env: w.Env}), "batch-"+c.Name))
 		servers = append(servers, w.Spawn(realloc.ServerProps(realloc.ServerConfig{Cluster: c, Policy: pol,
 			Batch: g.clusters[len(g.clusters)-1], Env: w.Env}), "server-"+c.Name))
 	}

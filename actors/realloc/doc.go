@@ -1,8 +1,8 @@
 // Package realloc holds the actors of the DIET-style middleware of SPEC §5
 // over batch clusters (actors/batch): one Server per cluster and the Agent.
 //
-//   - A server fronts one batch cluster: it keeps the cluster's latest state
-//     (the cluster pushes a msg.BatchState after every change), sizes a
+//   - A server fronts one batch cluster: it asks the cluster for its state
+//     (a msg.BatchState, made when asked) for every estimate, sizes a
 //     moldable job for its cluster and estimates its completion time
 //     (SizeOn: the cluster's batch policy plus realloc.Size), and submits
 //     and cancels on the cluster.

@@ -4,6 +4,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/koala-emu/koala-emu/actors"
+	abatch "github.com/koala-emu/koala-emu/actors/batch"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/actors/policy/batch"
 )
@@ -13,47 +14,67 @@ type ServerConfig struct {
 	Cluster Cluster
 	// Policy is the cluster's batch policy, for estimates.
 	Policy batch.Policy
-	// Batch is the cluster's manager (actors/batch), which must list the
-	// server among its observers.
+	// Batch is the cluster's manager (actors/batch).
 	Batch *actor.PID
 	Env   actors.Env
 }
 
+// A server asks its cluster for the cluster's state (abatch.StateRequest)
+// for every estimate and every state request it is sent, and answers each
+// when its state comes: the manager answers in order, after the
+// submissions and cancellations the server forwarded before asking, so an
+// answer never misses what this server sent its cluster before it.
 type server struct {
-	cfg   ServerConfig
-	state *msg.BatchState
+	cfg     ServerConfig
+	waiting []any // the estimates and state requests asked for, in order
 }
 
 // ServerProps returns the props of a server.
 func ServerProps(cfg ServerConfig) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &server{cfg: cfg, state: &msg.BatchState{Cluster: cfg.Cluster.Name, Capacity: int32(cfg.Cluster.Capacity)}}
+		return &server{cfg: cfg}
 	})
 }
 
 func (s *server) Receive(ctx actor.Context) {
 	switch x := ctx.Message().(type) {
+	case *msg.ServerEstimate, *msg.ServerStateRequest:
+		s.waiting = append(s.waiting, x)
+		ctx.Send(s.cfg.Batch, abatch.StateRequest{ReplyTo: ctx.Self()})
 	case *msg.BatchState:
-		s.state = x
-	case *msg.ServerEstimate:
-		if to := x.GetReplyTo().PID(); to != nil {
-			ctx.Send(to, s.estimate(x.GetJob()))
+		if len(s.waiting) == 0 {
+			return
 		}
+		w := s.waiting[0]
+		s.waiting[0] = nil
+		s.waiting = s.waiting[1:]
+		s.answer(ctx, w, x)
 	case *msg.ServerSubmit:
 		ctx.Send(s.cfg.Batch, &msg.BatchSubmit{Job: x.GetJob()})
 	case *msg.ServerCancel:
 		ctx.Send(s.cfg.Batch, &msg.BatchCancel{JobIds: x.GetJobIds(), ReplyTo: x.GetReplyTo(), Tag: x.GetTag()})
+	}
+}
+
+// answer answers an estimate or a state request with the state asked for
+// it.
+func (s *server) answer(ctx actor.Context, w any, state *msg.BatchState) {
+	switch x := w.(type) {
+	case *msg.ServerEstimate:
+		if to := x.GetReplyTo().PID(); to != nil {
+			ctx.Send(to, s.estimate(state, x.GetJob()))
+		}
 	case *msg.ServerStateRequest:
 		if to := x.GetReplyTo().PID(); to != nil {
-			ctx.Send(to, s.state)
+			ctx.Send(to, state)
 		}
 	}
 }
 
-// estimate sizes job on the cluster's latest state, planned now.
-func (s *server) estimate(job *msg.GridJob) *msg.ServerEstimateReply {
+// estimate sizes job on the cluster's state, planned now.
+func (s *server) estimate(state *msg.BatchState, job *msg.GridJob) *msg.ServerEstimateReply {
 	out := &msg.ServerEstimateReply{Cluster: s.cfg.Cluster.Name, JobId: job.GetId()}
-	run, queue := snapshot(s.state)
+	run, queue := snapshot(state)
 	plan, err := s.cfg.Policy.Schedule(s.cfg.Env.Clock.Now(), s.cfg.Cluster.Capacity, run, queue)
 	if err != nil {
 		out.Reason = err.Error()

@@ -52,8 +52,7 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 	var servers []*actor.PID
 	for i, c := range b.Clusters {
 		clusters[i] = realloc.Cluster{Name: c.Name, Capacity: c.Processors, Speed: c.Speed}
-		srv := env.System.NewLocalPID(ServerActor(c.Name))
-		cfg := abatch.Config{Name: c.Name, Capacity: c.Processors, Policy: pol, Observers: []*actor.PID{srv}, Env: env}
+		cfg := abatch.Config{Name: c.Name, Capacity: c.Processors, Policy: pol, Env: env}
 		if err := cfg.Check(); err != nil {
 			return err
 		}
