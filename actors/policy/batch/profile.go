@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -127,9 +126,20 @@ func quickDeltas(ds []delta, depth int) {
 	}
 }
 
-// index returns the index of the step holding t (t >= origin).
+// index returns the index of the step holding t (t >= origin): a binary
+// search for the first step after t, written out (the planner's hottest
+// loop; sort.Search's closure costs a call per probe).
 func (p *profile) index(t time.Duration) int {
-	return sort.Search(len(p.steps), func(i int) bool { return p.steps[i].at > t }) - 1
+	lo, hi := 0, len(p.steps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.steps[m].at > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo - 1
 }
 
 // split makes sure a step begins at t and returns its index.
@@ -180,6 +190,9 @@ func (p *profile) minFree(from, to time.Duration) int {
 // [t, t+d), so with the profile nowhere below 0 this says whether earliest
 // after taking the job out (from lb <= s) returns anything but s.
 func (p *profile) fitsBefore(lb, s time.Duration, procs int, d time.Duration) bool {
+	if lb >= s { // no instant in [lb, s)
+		return false
+	}
 	i := p.index(lb)
 	for i < len(p.steps) && p.steps[i].at < s {
 		t := max(lb, p.steps[i].at)

@@ -303,3 +303,31 @@ func checkProperties(p Policy, now time.Duration, capacity int, running []Runnin
 	}
 	return nil
 }
+
+// fitsBefore says whether a held job could start before its hold: exactly
+// when earliest, on the profile with the hold taken out, finds a start
+// before it (lb at, before or after the hold's start).
+func TestFitsBeforeMatchesEarliest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const capacity = 8
+	for run := range 2000 {
+		p := &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
+		for range rng.IntN(6) {
+			from, to := time.Duration(rng.IntN(20)), time.Duration(21+rng.IntN(10))
+			to = from + (to-from)%11 + 1
+			if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
+				p.add(from, to, -procs)
+			}
+		}
+		procs, d := 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
+		s := p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
+		p.add(s, s+d, -procs)
+		lb := time.Duration(rng.IntN(25))
+		got := p.fitsBefore(lb, s, procs, d)
+		p.add(s, s+d, procs)
+		want := lb < s && p.earliest(lb, procs, d) < s
+		if got != want {
+			t.Fatalf("run %d: fitsBefore(lb %v, s %v, procs %d, d %v) = %v, earliest from lb says %v; steps %v", run, lb, s, procs, d, got, want, p.steps)
+		}
+	}
+}
