@@ -195,7 +195,16 @@ func Lookup(name string) (App, error) {
 	case "qr":
 		return QR{}, nil
 	}
-	return nil, fmt.Errorf("apps: unknown application %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, unknownApp(name)
+}
+
+// unknownApp is Lookup's error for a name it does not know, its text made
+// only when read: the results look up every job's application, trace jobs'
+// ("swf") included, and most callers only test the error.
+type unknownApp string
+
+func (u unknownApp) Error() string {
+	return fmt.Sprintf("apps: unknown application %q (known: %s)", string(u), strings.Join(Names(), ", "))
 }
 
 // NominalArgs is app.Nominal with argument overrides, for applications
