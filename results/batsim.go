@@ -216,15 +216,18 @@ func batsimAllocate(jobs []Job, comps [][]batsimComponent, platform []BatsimClus
 	// The clusters the components name, numbered in the order first named.
 	cidx := map[string]int32{}
 	var names []string
+	total := 0
 	for _, cs := range comps {
 		for _, c := range cs {
 			if _, ok := cidx[c.cluster]; !ok {
 				cidx[c.cluster] = int32(len(names))
 				names = append(names, c.cluster)
 			}
+			total += c.nodes
 		}
 	}
-	r := batsimReplay{used: make([][]bool, len(names)), low: make([]int, len(names)), held: make([]batsimSpan, len(jobs))}
+	r := batsimReplay{used: make([][]bool, len(names)), low: make([]int, len(names)), held: make([]batsimSpan, len(jobs)),
+		nodes: make([]batsimNode, 0, total)}
 	r.run(batsimEvents(jobs, comps), comps, cidx)
 	peak := make(map[string]int, len(names))
 	for c, u := range r.used {
