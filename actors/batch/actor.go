@@ -39,11 +39,9 @@ type running struct {
 }
 
 type waiting struct {
-	job      *msg.BatchJob
-	queued   time.Duration
-	held     bool
-	reserved time.Duration
-	pub      *msg.BatchQueued // its entry in the states sent (state)
+	job    *msg.BatchJob
+	queued time.Duration
+	pub    *msg.BatchQueued // its entry in the states sent (state)
 }
 
 // jobDone is the manager's own timer: a running job reached the end of its
@@ -61,11 +59,13 @@ type manager struct {
 	busy    int        // the processors they hold
 	queue   []*waiting
 	known   map[string]bool
-	// the planner's inputs, reused (runningJobs, queuedJobs)
-	runBuf   []policy.Running
-	queueBuf []policy.Queued
-	plan     policy.Plan // the last plan, the next one's start
-	spare    policy.Plan // the plan before it, the next one's memory
+	// The planner's inputs, kept beside order and queue (rin[i] is
+	// order[i]'s, qin[i] queue[i]'s, a queued job's hold included), so that
+	// a plan costs no copy of them.
+	rin   []policy.Running
+	qin   []policy.Queued
+	plan  policy.Plan // the last plan, the next one's start
+	spare policy.Plan // the plan before it, the next one's memory
 }
 
 // Props returns the props of a batch cluster manager. The configuration is
@@ -137,6 +137,7 @@ func (m *manager) submit(j *msg.BatchJob) {
 	}
 	m.known[j.GetId()] = true
 	m.queue = append(m.queue, &waiting{job: j, queued: m.now()})
+	m.qin = append(m.qin, policy.Queued{ID: j.GetId(), Procs: int(j.GetProcs()), Walltime: time.Duration(j.GetWalltimeNs())})
 	ev := m.event(msg.EventBatchQueued, j)
 	ev.Values["walltime_s"] = time.Duration(j.GetWalltimeNs()).Seconds()
 	ev.Values["runtime_s"] = time.Duration(j.GetRuntimeNs()).Seconds()
@@ -169,17 +170,18 @@ func (m *manager) cancel(ctx actor.Context, c *msg.BatchCancel) {
 		drop[id] = true
 	}
 	var done []string
-	kept := m.queue[:0]
-	for _, w := range m.queue {
+	kept, keptIn := m.queue[:0], m.qin[:0]
+	for i, w := range m.queue {
 		if drop[w.job.GetId()] {
 			done = append(done, w.job.GetId())
 			delete(m.known, w.job.GetId()) // it may come back later
 			m.cfg.Env.Emit(m.event(msg.EventBatchCancel, w.job))
 			continue
 		}
-		kept = append(kept, w)
+		kept, keptIn = append(kept, w), append(keptIn, m.qin[i])
 	}
-	m.queue = kept
+	clear(m.queue[len(kept):])
+	m.queue, m.qin = kept, keptIn
 	if len(done) > 0 {
 		m.replan()
 	}
@@ -205,6 +207,7 @@ func (m *manager) finish(id string, r *running, killed bool) {
 	for i, o := range m.order {
 		if o == r {
 			m.order = append(m.order[:i], m.order[i+1:]...)
+			m.rin = append(m.rin[:i], m.rin[i+1:]...)
 			break
 		}
 	}

@@ -25,7 +25,7 @@ func (m *manager) replan() {
 	for _, r := range kill {
 		m.finish(r.in.ID, r, true)
 	}
-	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.runningJobs(), m.queuedJobs())
+	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.rin, m.qin)
 	if err != nil {
 		m.plan, m.spare = policy.Plan{}, policy.Plan{}
 		m.violation("plan", err.Error())
@@ -34,22 +34,23 @@ func (m *manager) replan() {
 	m.plan, m.spare = plan, m.plan
 	// plan.Start is in queue order: walk it beside the queue.
 	next := 0
-	kept := m.queue[:0]
+	kept, keptIn := m.queue[:0], m.qin[:0]
 	for i, w := range m.queue {
 		r := plan.Reservations[i]
 		if r.Broken {
 			m.violation("reservation", fmt.Sprintf("job %s: reservation broken", r.ID))
 		}
-		if next < len(plan.Start) && plan.Start[next] == w.job.GetId() {
+		in := m.qin[i]
+		if next < len(plan.Start) && plan.Start[next] == in.ID {
 			next++
-			m.start(w)
+			m.start(w, in.Reserved)
 			continue
 		}
-		w.held, w.reserved = true, r.Start
-		kept = append(kept, w)
+		in.Held, in.Reserved = true, r.Start
+		kept, keptIn = append(kept, w), append(keptIn, in)
 	}
 	clear(m.queue[len(kept):])
-	m.queue = kept
+	m.queue, m.qin = kept, keptIn
 	if m.busy > m.cfg.Capacity {
 		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", m.busy, m.cfg.Capacity))
 	}
@@ -57,7 +58,7 @@ func (m *manager) replan() {
 
 // start runs a queued job for its runtime, or until its walltime if the
 // runtime is longer.
-func (m *manager) start(w *waiting) {
+func (m *manager) start(w *waiting, reserved time.Duration) {
 	j := w.job
 	now := m.now()
 	wall, run := time.Duration(j.GetWalltimeNs()), time.Duration(j.GetRuntimeNs())
@@ -68,11 +69,11 @@ func (m *manager) start(w *waiting) {
 	r := &running{job: j, start: now, in: policy.Running{ID: j.GetId(), Procs: int(j.GetProcs()), Start: now, Walltime: wall}}
 	r.stop = m.cfg.Env.After(d, m.self, &jobDone{id: j.GetId(), killed: killed})
 	m.running[j.GetId()] = r
-	m.order = append(m.order, r)
+	m.order, m.rin = append(m.order, r), append(m.rin, r.in)
 	m.busy += r.in.Procs
 	ev := m.event(msg.EventBatchStart, j)
 	ev.Values["wait_s"] = (now - time.Duration(j.GetSubmitNs())).Seconds()
-	ev.Values["reserved_s"] = w.reserved.Seconds()
+	ev.Values["reserved_s"] = reserved.Seconds()
 	m.cfg.Env.Emit(ev)
 	// The job's life as every backend's results read it.
 	placed := m.cfg.Env.Event(msg.EventPlaced, m.cfg.Name, j.GetId())
@@ -80,27 +81,6 @@ func (m *manager) start(w *waiting) {
 	placed.Values = map[string]float64{"clusters": 1, "tries": 1}
 	m.cfg.Env.Emit(placed)
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
-}
-
-// runningJobs and queuedJobs are the planner's inputs, in buffers reused
-// from plan to plan (the planner keeps neither).
-func (m *manager) runningJobs() []policy.Running {
-	out := m.runBuf[:0]
-	for _, r := range m.order {
-		out = append(out, r.in)
-	}
-	m.runBuf = out
-	return out
-}
-
-func (m *manager) queuedJobs() []policy.Queued {
-	out := m.queueBuf[:0]
-	for _, w := range m.queue {
-		out = append(out, policy.Queued{ID: w.job.GetId(), Procs: int(w.job.GetProcs()), Walltime: time.Duration(w.job.GetWalltimeNs()),
-			Held: w.held, Reserved: w.reserved})
-	}
-	m.queueBuf = out
-	return out
 }
 
 // violation reports a broken invariant of the batch cluster.
@@ -129,9 +109,10 @@ func (m *manager) state() *msg.BatchState {
 	if len(m.queue) > 0 {
 		s.Queue = make([]*msg.BatchQueued, len(m.queue))
 		for i, w := range m.queue {
-			if w.pub == nil || w.pub.Held != w.held || w.pub.ReservedNs != int64(w.reserved) {
+			in := m.qin[i]
+			if w.pub == nil || w.pub.Held != in.Held || w.pub.ReservedNs != int64(in.Reserved) {
 				w.pub = &msg.BatchQueued{Id: w.job.GetId(), Procs: w.job.GetProcs(), WalltimeNs: w.job.GetWalltimeNs(),
-					Held: w.held, ReservedNs: int64(w.reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()}
+					Held: in.Held, ReservedNs: int64(in.Reserved), SubmitNs: w.job.GetSubmitNs(), Local: w.job.GetLocal()}
 			}
 			s.Queue[i] = w.pub
 		}
