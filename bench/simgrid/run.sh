@@ -21,6 +21,23 @@ cd "$here"
 "$out/koala-emu" run fcfs-256.yaml --backend sim --quiet --out "$out/run"
 "$py" fcfs.py ctc-1000.swf 256 "$out/simgrid.csv" 2>/dev/null
 "$py" compare.py "$out/run/jobs.csv" "$out/simgrid.csv"
+# The engines alone, each run's own stamp: koala-emu's run from its actors'
+# start to the last job's end (results.json wall_s: no process start, no
+# scenario load, no results written), SimGrid's Engine.run (no interpreter
+# start, no platform load, no actor creation). Medians of RUNS runs each.
+ke=() sg=()
+for i in $(seq "$runs"); do
+	"$out/koala-emu" run fcfs-256.yaml --backend sim --quiet --out "$out/engine" >/dev/null
+	ke+=("$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_s"])' "$out/engine/results.json")")
+	sg+=("$("$py" fcfs.py ctc-1000.swf 256 2>/dev/null | awk '{print $6}')")
+done
+"$py" - "${ke[*]}" "${sg[*]}" <<'PY'
+import statistics, sys
+ke, sg = [list(map(float, a.split())) for a in sys.argv[1:3]]
+k, s = statistics.median(ke), statistics.median(sg)
+print("engines alone, median of %d runs: koala-emu %.4f s (%.4f-%.4f), SimGrid Engine.run %.3f s (%.3f-%.3f): %.1f times faster"
+      % (len(ke), k, min(ke), max(ke), s, min(sg), max(sg), s / k))
+PY
 if command -v farm-bench >/dev/null; then
 	farm-bench -n "$runs" --timeout 600 --vs "$py fcfs.py ctc-1000.swf 256" -- \
 		"$out/koala-emu" run fcfs-256.yaml --backend sim --quiet --out "$out/bench"
