@@ -9,9 +9,11 @@
 //     (SWIM with Lifeguard). It is used by the docker backend, where every
 //     actor host is its own container. Role, cluster and the protoactor
 //     remote address of a member travel in memberlist's node metadata.
-//   - Hub and InmemProvider keep membership in one process. They are used by
-//     the inproc backend and by unit tests, and can inject failures and
-//     network partitions deterministically.
+//   - Hub and InmemProvider keep membership in one process, for unit tests:
+//     they inject failures and network partitions deterministically. The
+//     inproc backend has no membership: it knows a node is lost when its
+//     faults timeline kills it (launch/inproc_faults.go) and reports it as
+//     the grid backends' cluster hosts report a membership failure.
 //
 // Providers report changes on a channel of Events: Join, Leave (graceful),
 // Fail (detected dead or cut off by a partition) and Update (metadata
