@@ -181,6 +181,9 @@ func (r *inprocRun) spawnRoles(ctx context.Context, ready chan struct{}) error {
 	if err := r.spawnRescheduler(); err != nil {
 		return err
 	}
+	// The membership closes before the role actors stop (undo runs last
+	// pushed first).
+	r.undo.Push(r.faults.closeMembership)
 	nodes := 0
 	for _, c := range r.spec.Clusters {
 		if err := r.spawnCluster(ctx, c, p); err != nil {
@@ -210,6 +213,9 @@ func (r *inprocRun) spawnCluster(ctx context.Context, c wiring.Cluster, p wiring
 		if err := r.spawn(node.Props(cfg), wiring.NodeActor(name)); err != nil {
 			return err
 		}
+		if err := r.faults.join(name, c.Name); err != nil {
+			return err
+		}
 		infos = append(infos, cluster.NodeInfo{Name: name, PID: r.system.NewLocalPID(wiring.NodeActor(name))})
 	}
 	eg, err := r.egress(c.Name+"-probe", c.Name)
@@ -225,7 +231,10 @@ func (r *inprocRun) spawnCluster(ctx context.Context, c wiring.Cluster, p wiring
 	if err != nil {
 		return err
 	}
-	return r.spawn(props, wiring.ClusterActor(c.Name))
+	if err := r.spawn(props, wiring.ClusterActor(c.Name)); err != nil {
+		return err
+	}
+	return r.faults.watch(c.Name)
 }
 
 // egress is the userspace shaper of a host of cluster c.

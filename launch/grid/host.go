@@ -374,33 +374,33 @@ func startRemote(system *actor.ActorSystem, ip string, port int) (r *remote.Remo
 }
 
 // member handles a membership event. A cluster manager's host reports its
-// nodes that fail or leave: NodeDown to its cluster actor (which marks the
-// node down and emits node_down) and to every runner site, which forwards
-// it to its runners (the runner whose job had a rank there fails the job).
+// nodes that fail or leave (wiring.NodeLossOf): NodeDown to its cluster
+// actor (which marks the node down and emits node_down) and to every runner
+// site, which forwards it to its runners (the runner whose job had a rank
+// there fails the job).
 func (h *host) member(ev membership.Event) {
-	if h.cfg.Role != membership.RoleCluster || ev.Member.Role != membership.RoleNode || ev.Member.Cluster != h.cfg.Cluster {
+	if h.cfg.Role != membership.RoleCluster {
 		return
 	}
-	if ev.Kind != membership.Fail && ev.Kind != membership.Leave {
+	loss, ok := wiring.NodeLossOf(ev, h.cfg.Cluster)
+	if !ok {
 		return
 	}
-	if ev.Kind == membership.Leave {
-		h.nodeDown(ev.Member, "left the grid")
+	if !loss.Suspected {
+		h.nodeDown(loss.Node, loss.Reason)
 		return
 	}
-	// A failure is confirmed before it is reported: on a loaded machine a
-	// member can miss its probes while it is alive, and a report fails the
-	// job on that node. A host whose kernel still accepts connections on its
-	// remote port is alive (the kernel answers even when the process waits
-	// for a CPU); a killed container's address answers nothing, a killed
-	// process's port refuses.
-	go func(m membership.Member) {
-		if alive(h.ctx, m.Addr) {
-			h.logf("node %s suspected by the membership but it accepts connections: not reported", m.Name)
+	// A failure is confirmed before it is reported: a host whose kernel
+	// still accepts connections on its remote port is alive (the kernel
+	// answers even when the process waits for a CPU); a killed container's
+	// address answers nothing, a killed process's port refuses.
+	go func(l wiring.NodeLoss) {
+		if alive(h.ctx, l.Node.Addr) {
+			h.logf("node %s suspected by the membership but it accepts connections: not reported", l.Node.Name)
 			return
 		}
-		h.nodeDown(m, "failed: no longer answers membership probes nor connections")
-	}(ev.Member)
+		h.nodeDown(l.Node, l.Reason)
+	}(loss)
 }
 
 // closeShaping removes the host's shaping (no-op without a shaper).

@@ -33,6 +33,8 @@ type InmemProvider struct {
 	self Member
 	q    *eventQueue
 
+	blind bool // seen by the others, sees none of them (NewMember)
+
 	// guarded by hub.mu
 	joined bool
 	gone   bool              // left, failed or closed
@@ -44,6 +46,18 @@ var _ Provider = (*InmemProvider)(nil)
 // NewProvider returns a provider for self that joins the hub on Join.
 func (h *Hub) NewProvider(self Member) *InmemProvider {
 	return &InmemProvider{hub: h, self: self.Clone(), q: newEventQueue(), view: map[string]Member{}}
+}
+
+// NewMember returns a provider for self that the hub's other members see
+// (its joins, failures and departures) but that sees none of them: its
+// Events channel is closed and its Members are none. Many members that
+// nobody asks to observe (a run's compute nodes, followed only by their
+// cluster's watcher) then cost the hub no view and no event each.
+func (h *Hub) NewMember(self Member) *InmemProvider {
+	p := h.NewProvider(self)
+	p.blind = true
+	p.q.close()
+	return p
 }
 
 // Local returns the member this provider speaks for.
@@ -70,8 +84,40 @@ func (p *InmemProvider) Join(ctx context.Context, _ []string) error {
 	}
 	h.live[p.self.Name] = p
 	p.joined = true
+	if p.blind {
+		h.blindLocked(p, Join)
+		return nil
+	}
 	h.recomputeLocked(nil)
 	return nil
+}
+
+// blindLocked tells the observers on p's island that the blind member p
+// joined or went away (why), in observer-name order: what recomputeLocked
+// would queue, without recomputing every view (a blind member changes no
+// view but the observers').
+func (h *Hub) blindLocked(p *InmemProvider, kind EventKind) {
+	var obs []string
+	for name, o := range h.live {
+		if !o.blind {
+			obs = append(obs, name)
+		}
+	}
+	sort.Strings(obs)
+	for _, name := range obs {
+		o := h.live[name]
+		if kind == Join {
+			if h.island[name] == h.island[p.self.Name] {
+				o.view[p.self.Name] = p.self
+				o.q.push(Event{Kind: Join, Member: p.self.Clone()})
+			}
+			continue
+		}
+		if m, ok := o.view[p.self.Name]; ok {
+			delete(o.view, p.self.Name)
+			o.q.push(Event{Kind: kind, Member: m.Clone()})
+		}
+	}
 }
 
 // Members returns the members this provider currently sees, sorted by name.
@@ -115,6 +161,10 @@ func (h *Hub) remove(p *InmemProvider, why EventKind) {
 	p.q.close()
 	if p.joined && h.live[p.self.Name] == p {
 		delete(h.live, p.self.Name)
+		if p.blind {
+			h.blindLocked(p, why)
+			return
+		}
 		h.recomputeLocked(map[string]EventKind{p.self.Name: why})
 	}
 }
@@ -200,6 +250,9 @@ func (h *Hub) recomputeLocked(why map[string]EventKind) {
 	sort.Strings(names)
 	for _, observer := range names {
 		p := h.live[observer]
+		if p.blind {
+			continue
+		}
 		next := make(map[string]Member, len(names))
 		for _, name := range names {
 			if h.island[name] == h.island[observer] {

@@ -151,3 +151,32 @@ func TestInmemUpdate(t *testing.T) {
 		t.Fatalf("updating an unknown member: want an error")
 	}
 }
+
+// A member made by NewMember is seen join and fail by the others and sees
+// nothing itself.
+func TestInmemBlindMember(t *testing.T) {
+	h := NewHub()
+	w := joinAll(t, h, Member{Name: "watcher", Role: RoleCluster, Cluster: "x"})[0]
+	expect(t, w, "join watcher")
+	n := h.NewMember(node("n1", "x"))
+	if err := n.Join(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "join n1")
+	waitClosed(t, n.Events(), inmemWait)
+	if got := names(n.Members()); got != "" {
+		t.Fatalf("the blind member sees %q, want nothing", got)
+	}
+	joinAll(t, h, node("n2", "x"))
+	expect(t, w, "join n2")
+	if got := names(n.Members()); got != "" {
+		t.Fatalf("after another join the blind member sees %q, want nothing", got)
+	}
+	if err := h.Fail("n1"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "fail n1")
+	if got := names(w.Members()); got != "n2,watcher" {
+		t.Fatalf("the watcher sees %s, want n2,watcher", got)
+	}
+}
