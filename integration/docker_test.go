@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/internal/cachetest"
 	"github.com/koala-emu/koala-emu/launch"
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/grid"
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "integration tests need root (kernel shaping in containers): skipped")
 		os.Exit(0)
 	}
-	code := m.Run()
+	code := cachetest.Run(m)
 	if image == "" {
 		os.Exit(code)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koala-emu/koala-emu/internal/cachetest"
 	"github.com/koala-emu/koala-emu/launch/membership"
 	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(cachetest.Run(m))
 }
 
 // procPlatform runs every actor host as a process (this test binary,
