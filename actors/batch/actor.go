@@ -34,14 +34,12 @@ type running struct {
 	job   *msg.BatchJob
 	start time.Duration
 	stop  func()
-	in    policy.Running    // its entry in the planner's inputs
 	pub   *msg.BatchRunning // its entry in the states sent (state)
 }
 
 type waiting struct {
-	job    *msg.BatchJob
-	queued time.Duration
-	pub    *msg.BatchQueued // its entry in the states sent (state)
+	job *msg.BatchJob
+	pub *msg.BatchQueued // its entry in the states sent (state)
 }
 
 // jobDone is the manager's own timer: a running job reached the end of its
@@ -136,7 +134,7 @@ func (m *manager) submit(j *msg.BatchJob) {
 		return
 	}
 	m.known[j.GetId()] = true
-	m.queue = append(m.queue, &waiting{job: j, queued: m.now()})
+	m.queue = append(m.queue, &waiting{job: j})
 	m.qin = append(m.qin, policy.Queued{ID: j.GetId(), Procs: int(j.GetProcs()), Walltime: time.Duration(j.GetWalltimeNs())})
 	ev := m.event(msg.EventBatchQueued, j)
 	ev.Values["walltime_s"] = time.Duration(j.GetWalltimeNs()).Seconds()

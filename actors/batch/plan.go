@@ -17,13 +17,13 @@ import (
 func (m *manager) replan() {
 	now := m.now()
 	var kill []*running
-	for _, r := range m.order {
-		if policy.KillTime(r.start, r.in.Walltime) <= now {
-			kill = append(kill, r)
+	for i, in := range m.rin {
+		if policy.KillTime(in.Start, in.Walltime) <= now {
+			kill = append(kill, m.order[i])
 		}
 	}
 	for _, r := range kill {
-		m.finish(r.in.ID, r, true)
+		m.finish(r.job.GetId(), r, true)
 	}
 	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.rin, m.qin)
 	if err != nil {
@@ -66,11 +66,12 @@ func (m *manager) start(w *waiting, reserved time.Duration) {
 	if run >= wall {
 		d, killed = wall, run > wall
 	}
-	r := &running{job: j, start: now, in: policy.Running{ID: j.GetId(), Procs: int(j.GetProcs()), Start: now, Walltime: wall}}
+	r := &running{job: j, start: now}
+	in := policy.Running{ID: j.GetId(), Procs: int(j.GetProcs()), Start: now, Walltime: wall}
 	r.stop = m.cfg.Env.After(d, m.self, &jobDone{id: j.GetId(), killed: killed})
 	m.running[j.GetId()] = r
-	m.order, m.rin = append(m.order, r), append(m.rin, r.in)
-	m.busy += r.in.Procs
+	m.order, m.rin = append(m.order, r), append(m.rin, in)
+	m.busy += in.Procs
 	ev := m.event(msg.EventBatchStart, j)
 	ev.Values["wait_s"] = (now - time.Duration(j.GetSubmitNs())).Seconds()
 	ev.Values["reserved_s"] = reserved.Seconds()
@@ -101,7 +102,7 @@ func (m *manager) state() *msg.BatchState {
 		s.Running = make([]*msg.BatchRunning, len(m.order))
 		for i, r := range m.order {
 			if r.pub == nil {
-				r.pub = &msg.BatchRunning{Id: r.in.ID, Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
+				r.pub = &msg.BatchRunning{Id: r.job.GetId(), Procs: r.job.GetProcs(), StartNs: int64(r.start), WalltimeNs: r.job.GetWalltimeNs()}
 			}
 			s.Running[i] = r.pub
 		}
