@@ -13,7 +13,6 @@ import (
 	"github.com/koala-emu/koala-emu/actors/msg"
 	"github.com/koala-emu/koala-emu/internal/faultstest"
 	"github.com/koala-emu/koala-emu/results"
-	"github.com/koala-emu/koala-emu/scenarios"
 )
 
 // A killed node fails its job with the typed cause node_down; with
@@ -21,8 +20,7 @@ import (
 // good; the other job completes and the books balance with the
 // resubmission counted.
 func TestInprocKillResubmits(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
-	res, _ := runInTemp(t, plan, Options{}, 2*time.Minute)
+	_, res, _ := runTestdata(t, "faults-kill.yaml", 2*time.Minute)
 	byID := map[string]results.Job{}
 	for _, j := range res.Jobs {
 		byID[j.ID] = j
@@ -61,8 +59,7 @@ func TestInprocKillResubmits(t *testing.T) {
 // degrade and its restore are applied; the information service recorded
 // the cluster unreachable and reachable again.
 func TestInprocPartitionHeals(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-partition.yaml")))
-	res, dir := runInTemp(t, plan, Options{}, 2*time.Minute)
+	_, res, dir := runTestdata(t, "faults-partition.yaml", 2*time.Minute)
 	for _, j := range res.Jobs {
 		if j.Status != results.StatusCompleted {
 			t.Errorf("job %s: %s %q", j.ID, j.Status, j.Reason)
@@ -106,8 +103,7 @@ func TestInprocPartitionHeals(t *testing.T) {
 // at half speed from 50 s to 150 s and takes about 50 s longer than the
 // vrije job; every node records its load and its unload.
 func TestInprocLoadSlowsJob(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-load.yaml")))
-	res, dir := runInTemp(t, plan, Options{}, 2*time.Minute)
+	_, res, dir := runTestdata(t, "faults-load.yaml", 2*time.Minute)
 	loads := map[string]int{}
 	for _, ev := range eventLines(t, dir) {
 		if ev["kind"] == msg.EventNodeLoad {
@@ -124,9 +120,9 @@ func TestInprocLoadSlowsJob(t *testing.T) {
 // anything starts, naming the entry: inproc and the grid backends apply
 // every kind, loads included; the sim backend applies nothing.
 func TestCheckRefusesFaults(t *testing.T) {
-	kill := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-kill.yaml")))
-	part := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-partition.yaml")))
-	load := expand(t)(scenarios.Load(filepath.Join("testdata", "faults-load.yaml")))
+	kill := testdataPlan(t, "faults-kill.yaml")
+	part := testdataPlan(t, "faults-partition.yaml")
+	load := testdataPlan(t, "faults-load.yaml")
 	for _, b := range Backends() {
 		errKill, errPart, errLoad := Check(b, kill, Options{}), Check(b, part, Options{}), Check(b, load, Options{})
 		if b.Name() != "sim" {

@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +19,7 @@ import (
 // migration is in results.json with its predicted and measured cost, and
 // the books balance.
 func TestInprocMigratesLoadedJob(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "migrate-qr.yaml")))
-	res, dir := runInTemp(t, plan, Options{}, 3*time.Minute)
+	plan, res, dir := runTestdata(t, "migrate-qr.yaml", 3*time.Minute)
 	if len(res.Jobs) != 1 {
 		t.Fatalf("jobs %+v", res.Jobs)
 	}
@@ -71,8 +69,7 @@ func unmigratedChecksum(t *testing.T, plan *scenarios.Plan, args map[string]floa
 // there with the unmigrated checksum, and results count the opportunistic
 // decisions.
 func TestInprocOpportunisticMigration(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "migrate-opportunistic.yaml")))
-	res, dir := runInTemp(t, plan, Options{}, 3*time.Minute)
+	plan, res, dir := runTestdata(t, "migrate-opportunistic.yaml", 3*time.Minute)
 	jobs := map[string]results.Job{}
 	for _, j := range res.Jobs {
 		if j.Status != results.StatusCompleted {
@@ -129,7 +126,7 @@ func TestInprocOpportunisticMigration(t *testing.T) {
 // later, the job never moves and ends on its loaded nodes, later than the
 // migrated one did.
 func TestInprocForcedStay(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "migrate-qr.yaml")))
+	plan := testdataPlan(t, "migrate-qr.yaml")
 	plan.Policy.Migration.Invert = true
 	res, dir := runInTemp(t, plan, Options{}, 3*time.Minute)
 	j := res.Jobs[0]
@@ -165,7 +162,7 @@ func endValue(t *testing.T, dir, job string) float64 {
 // Only inproc migrates: the other backends refuse policy.migration before
 // anything starts.
 func TestCheckRefusesMigration(t *testing.T) {
-	plan := expand(t)(scenarios.Load(filepath.Join("testdata", "migrate-qr.yaml")))
+	plan := testdataPlan(t, "migrate-qr.yaml")
 	plan.Faults = nil
 	for _, b := range Backends() {
 		err := Check(b, plan, Options{})

@@ -2,17 +2,11 @@ package launch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/koala-emu/koala-emu/internal/waittest"
-	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -23,7 +17,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end run; skipped with -short")
 	}
-	before := runtime.NumGoroutine()
+	settled := goroutinesSettle(t)
 	s, err := scenarios.LoadBuiltin("das3-smoke")
 	if err != nil {
 		t.Fatal(err)
@@ -63,23 +57,12 @@ func TestSmokeEndToEnd(t *testing.T) {
 		}
 		t.Errorf("the smoke scenario co-allocates at least one job; none was: %s", strings.Join(ends, "; "))
 	}
-	if missing := wiring.MissingResults(dir, false); len(missing) > 0 {
-		t.Errorf("results directory lacks %v", missing)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var back map[string]any
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	readResults(t, dir, &back)
 	if back["backend"] != "inproc" || back["scenario"] != "das3-smoke" {
 		t.Errorf("results.json header: backend %v scenario %v", back["backend"], back["scenario"])
 	}
-	// Nothing left running: goroutines (listeners, ranks, shapers, timers)
-	// return to where they were, within a deadline.
-	waittest.Until(t, 20*time.Second, fmt.Sprintf("at most %d goroutines (%d before the run, plus 2)", before+2, before), func() bool { return runtime.NumGoroutine() <= before+2 })
+	settled()
 }
 
 // expand returns a function that expands a loaded scenario, failing the

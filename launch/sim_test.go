@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/koala-emu/koala-emu/internal/waittest"
-	"github.com/koala-emu/koala-emu/launch/wiring"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -40,7 +36,7 @@ func runSimInTemp(t *testing.T, plan *scenarios.Plan) (*Result, string) {
 // consistent times, dilation and time scale reported as 1, the verdict
 // "unmeasured", every results file written.
 func TestSimSmoke(t *testing.T) {
-	before := runtime.NumGoroutine()
+	settled := goroutinesSettle(t)
 	plan := expand(t)(scenarios.LoadBuiltin("das3-smoke"))
 	res, dir := runSimInTemp(t, plan)
 	if res.Summary.Jobs.Submitted != len(plan.Jobs) || res.Summary.Jobs.Completed != len(plan.Jobs) {
@@ -54,13 +50,6 @@ func TestSimSmoke(t *testing.T) {
 	if res.Summary.CoallocatedPct == 0 {
 		t.Error("the smoke scenario co-allocates at least one job; none was")
 	}
-	if missing := wiring.MissingResults(dir, false); len(missing) > 0 {
-		t.Errorf("results directory lacks %v", missing)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var back struct {
 		Backend   string  `json:"backend"`
 		TimeScale float64 `json:"time_scale"`
@@ -70,18 +59,15 @@ func TestSimSmoke(t *testing.T) {
 			Reasons []string `json:"reasons"`
 		} `json:"fidelity"`
 	}
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	readResults(t, dir, &back)
 	if back.Backend != "sim" || back.TimeScale != 1 || back.Dilation != 1 {
 		t.Errorf("results.json: backend %q, time scale %g, dilation %g; want sim, 1, 1", back.Backend, back.TimeScale, back.Dilation)
 	}
 	if back.Fidelity.Verdict != "unmeasured" || len(back.Fidelity.Reasons) == 0 || !strings.Contains(back.Fidelity.Reasons[0], "sim backend") {
 		t.Errorf("results.json fidelity: %q %v; want unmeasured, with the sim backend's reason", back.Fidelity.Verdict, back.Fidelity.Reasons)
 	}
-	// Nothing left running (a sweep runs hundreds of simulations in one
-	// process): goroutines return to where they were, within a deadline.
-	waittest.Until(t, 20*time.Second, fmt.Sprintf("at most %d goroutines (%d before the run, plus 2)", before+2, before), func() bool { return runtime.NumGoroutine() <= before+2 })
+	// A sweep runs hundreds of simulations in one process.
+	settled()
 }
 
 // A simulation whose context ends stops at once: its jobs are reported

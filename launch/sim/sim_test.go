@@ -54,8 +54,7 @@ func TestMessageInFlightHoldsTheClock(t *testing.T) {
 }
 
 func testMessageInFlight(t *testing.T, clk *clock.Virtual, props func(*actor.Props) *actor.Props) {
-	system := actor.NewActorSystem(actors.QuietLogging())
-	defer system.Shutdown()
+	system := quietSystem(t)
 	var handled atomic.Int32
 	pid := system.Root.Spawn(props(actor.PropsFromFunc(func(ctx actor.Context) {
 		if g, ok := ctx.Message().(gated); ok {
@@ -93,8 +92,7 @@ func TestCascadeSettlesBeforeTheNextEvent(t *testing.T) {
 }
 
 func testCascade(t *testing.T, clk *clock.Virtual, props func(*actor.Props) *actor.Props) {
-	system := actor.NewActorSystem(actors.QuietLogging())
-	defer system.Shutdown()
+	system := quietSystem(t)
 	var mu sync.Mutex
 	var at []time.Duration
 	var a, b *actor.PID
@@ -141,8 +139,7 @@ type tick struct{}
 func TestEnvTimersOnTheVirtualClock(t *testing.T) {
 	clk := clock.NewVirtual()
 	rt := NewRuntime(clk)
-	system := actor.NewActorSystem(actors.QuietLogging())
-	defer system.Shutdown()
+	system := quietSystem(t)
 	env := actors.Env{System: system, Clock: clk}
 	var mu sync.Mutex
 	var ticks []time.Duration
@@ -300,8 +297,7 @@ func TestWatchReportsAStuckClock(t *testing.T) {
 func TestPanickingHandlerHoldsTheClock(t *testing.T) {
 	clk := clock.NewVirtual()
 	rt := NewRuntime(clk)
-	system := actor.NewActorSystem(actors.QuietLogging())
-	defer system.Shutdown()
+	system := quietSystem(t)
 	pid := system.Root.Spawn(rt.Props(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(string); ok {
 			panic("boom")
@@ -330,8 +326,7 @@ func TestPanickingHandlerHoldsTheClock(t *testing.T) {
 func TestCallbackCascadeRunsAfterTheCallback(t *testing.T) {
 	clk := clock.NewVirtual()
 	rt := NewRuntime(clk)
-	system := actor.NewActorSystem(actors.QuietLogging())
-	defer system.Shutdown()
+	system := quietSystem(t)
 	var log []string // only touched by handlers and callbacks, one at a time
 	var b *actor.PID
 	a := system.Root.Spawn(rt.Props(actor.PropsFromFunc(func(ctx actor.Context) {
@@ -366,4 +361,12 @@ func TestCallbackCascadeRunsAfterTheCallback(t *testing.T) {
 			t.Fatalf("log %v, want %v", log, want)
 		}
 	}
+}
+
+// quietSystem is an actor system that logs nothing, shut down when the
+// test ends.
+func quietSystem(t *testing.T) *actor.ActorSystem {
+	system := actor.NewActorSystem(actors.QuietLogging())
+	t.Cleanup(system.Shutdown)
+	return system
 }
