@@ -28,25 +28,41 @@ import (
 // scales), sets its time.
 const MinIterations = 20
 
-// MinFrames and MinSteadyIterations let a job whose iterations are dense
-// in frames keep fewer than MinIterations of them: as many as carry
-// MinFrames frames, and never fewer than MinSteadyIterations, so that its
-// time is still a steady state's. An all-gather of 10 KB blocks on 32
-// nodes sends 992 frames a call: 5 calls are 4,960 frames, where 20 took
-// ten minutes of wall time over the dilated GbE wide area.
+// MinFrames, MinSteadyWall and MinSteadyIterations let a job keep fewer
+// than MinIterations iterations when fewer already measure it: as many as
+// carry MinFrames frames (its link figures then hold enough frames for the
+// monitor's p99), or as many as last MinSteadyWall of wall time at the run's
+// dilation (its time is then a steady state's: hundreds of times the
+// host's stalls, and each iteration's computation and exchanges many times
+// what a start or an end adds), and never fewer than MinSteadyIterations.
+// An all-gather of 10 KB blocks on 32 nodes sends 992 frames a call: 5
+// calls are 4,960 frames, where 20 took ten minutes of wall time over the
+// dilated GbE wide area. A poisson iteration on 8 nodes is 11 ms of
+// scenario time and 64 frames: at dilation 800, 8.8 s of wall time, so 5
+// of them are 44 s, where 20 took the 4 hours of das3-coalloc past an
+// hour of wall time. Measured (docs/fidelity.md, "Poisson on five
+// iterations"): a 32-node poisson job over 1 to 4 Myri-10G clusters at
+// dilation 800 runs within 0.8 % of the same job's time on 20 iterations
+// with 5 (11.7 s of wall time of iterations).
 const (
 	MinFrames           = 2000
+	MinSteadyWall       = 10 * time.Second
 	MinSteadyIterations = 5
 )
 
 // minIterationsOf is the fewest iterations a wall budget may leave a job
-// of traffic t: MinIterations, or fewer when that many iterations already
-// carry MinFrames frames, but at least MinSteadyIterations.
-func minIterationsOf(t apps.Traffic) float64 {
-	if t.Msgs <= 0 {
-		return MinIterations
+// of traffic t at dilation d: MinIterations, or fewer when that many
+// iterations already carry MinFrames frames or last MinSteadyWall of wall
+// time, but at least MinSteadyIterations.
+func minIterationsOf(t apps.Traffic, d float64) float64 {
+	enough := math.Inf(1)
+	if t.Msgs > 0 {
+		enough = math.Ceil(MinFrames / t.Msgs)
 	}
-	return math.Min(MinIterations, math.Max(MinSteadyIterations, math.Ceil(MinFrames/t.Msgs)))
+	if wall := t.Iteration.Seconds() * d; wall > 0 {
+		enough = math.Min(enough, math.Ceil(MinSteadyWall.Seconds()/wall))
+	}
+	return math.Min(MinIterations, math.Max(MinSteadyIterations, enough))
 }
 
 // Prepare resolves what a plan leaves to the launcher, before the run: the
@@ -100,7 +116,7 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 			fmt.Fprintf(opts.Progress, "wall budget %s: %s\n", plan.WallBudget, note)
 		}
 	}
-	choice.Coarse = coarseNote(plan, k)
+	choice.Coarse = coarseNote(plan, k, choice.Dilation)
 	if err := plan.Resolve(choice.Dilation, k); err != nil {
 		return opts, err
 	}
@@ -122,7 +138,7 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 // its resizes come later, and the time scale changes what the scheduler's
 // grows and shrinks achieve (docs/malleability.md, "Time scale and safe
 // points").
-func coarseNote(plan *scenarios.Plan, k float64) string {
+func coarseNote(plan *scenarios.Plan, k, d float64) string {
 	if k <= 1 {
 		return ""
 	}
@@ -143,7 +159,7 @@ func coarseNote(plan *scenarios.Plan, k float64) string {
 			continue
 		}
 		at := float64(apps.IterationsAt(t.Iterations, k))
-		if at >= minIterationsOf(t) {
+		if at >= minIterationsOf(t, d) {
 			continue
 		}
 		f := per[j.App]
@@ -367,7 +383,7 @@ func TimeScaleFor(plan *scenarios.Plan, d float64) (k float64, note string) {
 			continue
 		}
 		if t, err := apps.TrafficOf(app, j.Size, j.Args); err == nil && t.Iterations > 0 {
-			jobs = append(jobs, counted{t.Iterations, minIterationsOf(t)})
+			jobs = append(jobs, counted{t.Iterations, minIterationsOf(t, d)})
 			fewest = math.Min(fewest, t.Iterations)
 		}
 	}

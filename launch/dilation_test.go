@@ -148,6 +148,40 @@ func TestTimeScaleForFrameDenseJobs(t *testing.T) {
 	}
 }
 
+// A job whose iterations last long in wall time keeps fewer than
+// MinIterations of them: poisson on 8 nodes (64 frames, 11 ms an
+// iteration) keeps MinSteadyIterations at dilation 800, where each
+// iteration is 8.8 s of wall time, and MinIterations at dilation 1, where
+// 20 iterations are a quarter of a second; wave's 0.2 ms steps keep
+// MinIterations even at dilation 1000.
+func TestMinIterationsOfLongIterations(t *testing.T) {
+	for _, c := range []struct {
+		app  string
+		size int
+		d    float64
+		want float64
+	}{
+		{"poisson", 8, 800, MinSteadyIterations},
+		{"poisson", 32, 800, MinSteadyIterations},
+		{"poisson", 8, 1, MinIterations},
+		{"poisson", 8, 100, 10}, // 10 s / 1.08 s = 9.25
+		{"wave", 32, 1000, MinIterations},
+	} {
+		a, err := apps.Lookup(c.app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := apps.TrafficOf(a, c.size, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := minIterationsOf(tr, c.d); got != c.want {
+			t.Errorf("%s on %d nodes at dilation %g (iteration %s, %g frames): keeps %g iterations, want %g",
+				c.app, c.size, c.d, tr.Iteration, tr.Msgs, got, c.want)
+		}
+	}
+}
+
 // waveNominal is wave's nominal time on 32 nodes.
 func waveNominal() time.Duration { return apps.Wave{}.Nominal(32) }
 
@@ -299,14 +333,14 @@ func TestPrepareSharedHost(t *testing.T) {
 func TestCoarseNote(t *testing.T) {
 	p := demandPlan(scenarios.Job{App: "ft", Size: 2}, scenarios.Job{App: "ft", Size: 2},
 		scenarios.Job{App: "nbody", Size: 2}, scenarios.Job{App: "wave", Size: 32})
-	if got := coarseNote(p, 1); got != "" {
+	if got := coarseNote(p, 1, 1); got != "" {
 		t.Errorf("time scale 1: %q", got)
 	}
 	// ft: 600 iterations, nbody 2400: at 30 both keep at least 20.
-	if got := coarseNote(p, 30); got != "" {
+	if got := coarseNote(p, 30, 1); got != "" {
 		t.Errorf("time scale 30: %q", got)
 	}
-	got := coarseNote(p, 240)
+	got := coarseNote(p, 240, 1)
 	for _, want := range []string{"leaves 3 of 4 jobs", "ft: 2 jobs, down to 3 of 600 iterations", "nbody: 1 jobs, down to 10 of 2400", "once to 8 times per iteration", "up to 240 times more rarely"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("time scale 240: %q lacks %q", got, want)
