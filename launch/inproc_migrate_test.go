@@ -32,9 +32,10 @@ func TestInprocMigratesLoadedJob(t *testing.T) {
 		t.Fatalf("migrations %+v", m)
 	}
 	mv := m.Moves[0]
-	if mv.From != "vrije" || mv.To != "leiden" || mv.Gain <= 0.3 || mv.PredictedCostS < 360 || mv.MeasuredCostS <= 0 || mv.Phase < 1 {
+	if mv.From != "vrije" || mv.To != "leiden" || mv.Gain <= 0.3 || mv.MeasuredCostS <= 0 || mv.Phase < 1 {
 		t.Errorf("move %+v", mv)
 	}
+	checkPredictedCost(t, plan, mv.PredictedCostS, "vrije", "leiden")
 	t.Logf("moved after phase %d, gain %.2f, predicted cost %.1f s, measured %.1f s; job ran %.0f s", mv.Phase, mv.Gain, mv.PredictedCostS, mv.MeasuredCostS, j.End-j.Start)
 	evs := readEvents(t, dir)
 	if evs[msg.EventContractViolation] < 1 || evs[msg.EventMigrationStop] != 1 || evs[msg.EventMigrated] != 1 {
@@ -91,9 +92,10 @@ func TestInprocOpportunisticMigration(t *testing.T) {
 		t.Fatalf("opportunistic decision on %s's end: %v", prime.ID, decision)
 	}
 	gain, here, there, cost := decision["gain"].(float64), decision["here_s"].(float64), decision["there_s"].(float64), decision["cost_s"].(float64)
-	if want := (here - there - cost) / here; gain <= 0.3 || math.Abs(gain-want) > 1e-5 || cost < 360 {
+	if want := (here - there - cost) / here; gain <= 0.3 || math.Abs(gain-want) > 1e-5 {
 		t.Errorf("gain %v from here %v s, there %v s, cost %v s (want %v, above 0.3)", gain, here, there, cost, want)
 	}
+	checkPredictedCost(t, plan, cost, "leiden", "vrije")
 	m := res.Summary.Migrations
 	if m == nil || len(m.Moves) != 1 || m.Decisions != 0 || m.Opportunistic < 1 || m.OpportunisticChosen != 1 {
 		t.Fatalf("migrations %+v", m)
@@ -143,6 +145,29 @@ func TestInprocForcedStay(t *testing.T) {
 	t.Logf("forced to stay: %d requests declined, job ran %.0f s", m.Decisions, j.End-j.Start)
 	if j.End-j.Start < 900 {
 		t.Errorf("the loaded job ran %.0f s: the load did not slow it", j.End-j.Start)
+	}
+}
+
+// checkPredictedCost checks a move's predicted cost (the registry's
+// predicted model) against what the grid of plan pays: its start-up delay,
+// no wait for a scan (the new nodes are idle), and the checkpoint of the
+// plan's qr job, a quarter of it from each of the 4 old nodes, across the
+// link between the clusters: within twice that data part.
+func checkPredictedCost(t *testing.T, plan *scenarios.Plan, cost float64, from, to string) {
+	t.Helper()
+	var n float64
+	for _, j := range plan.Jobs {
+		if j.App == "qr" {
+			n = j.Args["n"]
+		}
+	}
+	l, err := plan.Links.Link(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, data := plan.Policy.StartupDelay.Seconds(), n*(n+1)*8/4/l.Bandwidth
+	if cost <= start+data/2 || cost > start+2*data || start <= 0 {
+		t.Errorf("predicted cost %v s, want the %v s start-up plus about %v s of data", cost, start, data)
 	}
 }
 

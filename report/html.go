@@ -63,6 +63,14 @@ var funcs = template.FuncMap{
 	},
 	"unplaced": func(c sweepCell) int { return unplacedOf(c.Summary.FailReasons) },
 	"anchor":   slug,
+	"fs":       fmtS,
+	"mb":       func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/1e6) },
+	"ratio": func(c MigrationCost) string {
+		if c.PredictedS > 0 {
+			return fmtS(c.MeasuredS/c.PredictedS, 2)
+		}
+		return NotApplicable
+	},
 	"relpct": func(r *float64) string {
 		if r == nil {
 			return "-"
@@ -96,6 +104,7 @@ Every figure is also available as SVG (link under it).</p>
 {{if .Runs}}<li><a href="#runs">Runs compared</a></li>{{end}}
 {{if or .Divergence .DivergenceErr}}<li><a href="#divergence">Divergence of the emulated run from the simulated one</a></li>{{end}}
 {{range .Sweeps}}<li><a href="#sweep-{{anchor .Label}}">AJRT against net utilisation: {{.Label}}</a></li>{{end}}
+{{range .Migrations}}<li><a href="#migration-{{anchor .Label}}">Migration decisions: {{.Label}}</a></li>{{end}}
 {{if .Exec}}<li><a href="#exec">Execution time against the number of clusters</a></li>{{end}}
 {{if .CDFs}}<li><a href="#cdf">Wait and response times</a></li>{{end}}
 {{if .Malleable}}<li><a href="#malleable">Malleable runs</a></li>{{end}}
@@ -160,6 +169,32 @@ Differences are emulated minus simulated; relative ones are over the simulated f
 <td class="n">{{f1 $c.Summary.ObservedUtilizationPct}}</td><td class="n">{{f1 $c.Summary.CoallocatedPct}}</td></tr>
 {{end}}</table></details>{{end}}
 {{end}}
+
+{{range .Migrations}}
+<h2 id="migration-{{anchor .Label}}">Migration decisions: {{.Label}}</h2>
+<p>{{.Runs}} runs{{if .Degraded}}, <span class="degraded">{{.Degraded}} of them degraded</span> (the host did not keep up; last column){{end}}.{{if .NotDone}} {{.NotDone}} cells did not finish and are left out.{{end}}
+Each row pairs the run with the rescheduler's decision (its first answer to the job's contract monitor, with its gain) and the run
+with the opposite forced; the decision is right when the job's execution with it is not above its execution with the opposite.
+The predicted cost is the decision's, the measured one the move's (from every rank stopped to the last restarted rank's first phase)
+in whichever run moved; the checksum compares the matrix of the run that moved with the one that did not. Scenario seconds.
+The same tables are in <code>migration.csv</code> and <code>migration.md</code>.</p>
+<table>
+<tr><th>order</th><th>load at (s)</th><th>cost model</th><th>decision (gain)</th><th>execution with it</th><th>execution, opposite forced</th>
+<th>right?</th><th>predicted cost</th><th>measured cost</th><th>checksum</th><th>degraded runs</th></tr>
+{{range .Rows}}<tr><td class="n">{{.Order}}</td><td class="n">{{fs .LoadS 0}}</td><td>{{.CostModel}}</td>
+<td title="{{.Cell}}">{{.DecisionText}}{{if .Mismatch}} *{{end}}</td><td class="n">{{fs .ExecS 0}}</td>
+<td class="n" title="{{.OppositeCell}}">{{fs .OppositeS 0}}</td><td>{{.Right}}</td><td class="n">{{fs .PredictedCostS 1}}</td>
+<td class="n">{{fs .MeasuredCostS 1}}</td><td>{{.Checksum}}</td><td{{if .Degraded}} class="degraded"{{end}}>{{or .Degraded "-"}}</td></tr>
+{{end}}</table>
+{{if .Mismatched}}<p>* the run with the opposite forced was answered otherwise (it asked at another time, or not at all).</p>{{end}}
+<h3>Predicted against measured cost by order</h3>
+<table>
+<tr><th>order</th><th>checkpoint (MB)</th><th>predicted cost (predicted model)</th><th>measured cost, mean</th><th>min</th><th>max</th><th>moves</th><th>measured / predicted</th></tr>
+{{range .Costs}}<tr><td class="n">{{.Order}}</td><td class="n">{{mb .Bytes}}</td><td class="n">{{fs .PredictedS 1}}</td>
+<td class="n">{{fs .MeasuredS 1}}</td><td class="n">{{fs .MinS 1}}</td><td class="n">{{fs .MaxS 1}}</td><td class="n">{{.Moves}}</td><td class="n">{{ratio .}}</td></tr>
+{{end}}</table>
+{{range .Figures}}<figure><img src="{{.PNG}}" alt="{{.Title}}"><figcaption>{{.Caption}} <a href="{{.SVG}}">SVG</a></figcaption></figure>
+{{end}}{{end}}
 
 {{with .Exec}}
 <h2 id="exec">Execution time against the number of clusters</h2>

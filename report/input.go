@@ -21,6 +21,7 @@ import (
 const (
 	ResultsJSON     = "results.json"
 	JobsCSV         = "jobs.csv"
+	EventsJSONL     = "events.jsonl"
 	ManifestJSON    = "manifest.json"
 	UtilizationCSV  = "utilization.csv"
 	ResizesCSV      = "resizes.csv"
@@ -58,11 +59,13 @@ type sweepInput struct {
 	NotDone    int // cells of the table that did not finish
 }
 
-// sweepCell is a finished cell with its run's summary.
+// sweepCell is a finished cell with its run's summary: Dir is the cell's
+// directory (its scenario.yaml), Results its run's results directory.
 type sweepCell struct {
-	ID      string
-	Values  []sweep.Value
-	Summary results.Summary
+	ID           string
+	Values       []sweep.Value
+	Summary      results.Summary
+	Dir, Results string
 }
 
 // studyRow is one row of study.json (study cluster-count).
@@ -467,7 +470,7 @@ func readSweep(dir string) (*sweepInput, error) {
 			return nil, err
 		}
 		found[m.ID] = true
-		s.Cells = append(s.Cells, sweepCell{ID: m.ID, Values: m.Values, Summary: sum})
+		s.Cells = append(s.Cells, sweepCell{ID: m.ID, Values: m.Values, Summary: sum, Dir: cd, Results: rd})
 	}
 	var missing []string
 	for id := range done {

@@ -59,6 +59,8 @@ type page struct {
 	CDFs       []*figRef
 	Malleable  []*figRef
 	Saturation []SaturationRow
+	// Migrations are the migration sweeps' sections.
+	Migrations []migrationSection
 	// Divergence is the sim run beside the emulated one when the inputs
 	// are exactly those two runs; DivergenceErr says why it could not be
 	// computed (runs of different plans).
@@ -154,9 +156,14 @@ func Write(outDir string, inputs []string, opts Options) error {
 		points []cellPoint
 		sw     *sweepInput
 	}
+	if pg.Migrations, err = migrationSections(outDir, in.Sweeps, name, save); err != nil {
+		return err
+	}
 	var sources []source
 	for _, s := range in.Sweeps {
-		sources = append(sources, source{s.Label, sweepPoints(s), s})
+		if !isMigrationSweep(s) { // a migration sweep has its own section
+			sources = append(sources, source{s.Label, sweepPoints(s), s})
+		}
 	}
 	if len(in.Runs) > 1 {
 		sources = append(sources, source{label: "runs given", points: runPoints(in.Runs)})

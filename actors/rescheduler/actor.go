@@ -118,9 +118,15 @@ const ReasonForcedOnce = "forced run: the job's one decision was forced already"
 //   - Remaining time here is the model's remaining time on the job's
 //     nodes times the ratio of its last phase (the job goes on at the pace
 //     it runs at now; the average, which the monitor asks on, also holds
-//     the phases before a load came); there, the model's on every node of the
-//     other cluster, each under the load the information service last
-//     reported for it (unloaded when it reported none).
+//     the phases before a load came); there, the phase under way here at
+//     that pace (the job stops at the safe point after it), then the
+//     model's time of the phases after it on every node of the other
+//     cluster, each under the load the information service last reported
+//     for it (unloaded when it reported none).
+//   - The cost is the cost model's for the move, told whether the other
+//     cluster's nodes were all idle in the information service's last
+//     status (a restart that cannot be placed at once waits for the
+//     scheduler's next scan).
 //   - The job moves onto all of the other cluster's nodes (SPEC §6: from 4
 //     Tennessee to 8 Illinois machines); the restart waits in the
 //     scheduler's queue if they are busy.
@@ -179,10 +185,16 @@ func (r *rescheduler) cluster(name string) (Cluster, bool) {
 	return Cluster{}, false
 }
 
-// candidate is the decision for moving x from cur onto len(factors)
-// nodes of c, each computing under its load factor.
+// candidate is the decision for moving x from cur onto all the nodes of
+// c, each computing under its load factor; the restart waits for the
+// scheduler when the information service's last status of c shows fewer
+// idle nodes than that.
 func (r *rescheduler) candidate(x *msg.MigrationRequest, cur, c Cluster, factors []float64) (migrate.Decision, error) {
-	here, there, cost, err := r.estimate(x, cur, c, factors)
+	busy := false
+	if st := r.status[c.Name]; st != nil {
+		busy = int(st.Idle) < len(factors)
+	}
+	here, there, cost, err := r.estimate(x, cur, c, factors, busy)
 	if err != nil {
 		return migrate.Decision{}, err
 	}
@@ -190,17 +202,29 @@ func (r *rescheduler) candidate(x *msg.MigrationRequest, cur, c Cluster, factors
 }
 
 // estimate predicts x's remaining time here (at its current pace), its
-// remaining time on len(factors) nodes of c under their load factors, and
-// the cost of moving there.
-func (r *rescheduler) estimate(x *msg.MigrationRequest, cur, c Cluster, factors []float64) (here, there, cost time.Duration, err error) {
-	here, layoutHere, err := r.remaining(x, cur, unloaded(int(x.Size)))
+// remaining time if it moves onto len(factors) nodes of c under their load
+// factors, and the cost of moving there (busy: the new nodes are not all
+// idle). The job stops at its next safe point, after the phase under way:
+// that phase runs here at the current pace, the job's remaining phases
+// there (the time there holds both).
+func (r *rescheduler) estimate(x *msg.MigrationRequest, cur, c Cluster, factors []float64, busy bool) (here, there, cost time.Duration, err error) {
+	pHere, layoutHere, err := r.phases(x, cur, unloaded(int(x.Size)))
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	here = time.Duration(float64(here) * pace(x))
-	there, layoutThere, err := r.remaining(x, c, factors)
+	pThere, layoutThere, err := r.phases(x, c, factors)
 	if err != nil {
 		return 0, 0, 0, err
+	}
+	for _, t := range pHere {
+		here += t
+	}
+	here = time.Duration(float64(here) * pace(x))
+	if len(pHere) > 0 {
+		there = time.Duration(float64(pHere[0]) * pace(x))
+	}
+	for k := 1; k < len(pThere); k++ {
+		there += pThere[k]
 	}
 	plan, err := srs.Redistribute(layoutHere, layoutThere, qr.ElemSize)
 	if err != nil {
@@ -210,7 +234,7 @@ func (r *rescheduler) estimate(x *msg.MigrationRequest, cur, c Cluster, factors 
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	est, err := r.cfg.Cost.Estimate(migrate.Move{Bytes: plan.Bytes(), Links: func(int, int) (time.Duration, float64) {
+	est, err := r.cfg.Cost.Estimate(migrate.Move{Bytes: plan.Bytes(), Busy: busy, Links: func(int, int) (time.Duration, float64) {
 		return wan.Latency, wan.Bandwidth
 	}})
 	if err != nil {
@@ -268,14 +292,14 @@ func pace(x *msg.MigrationRequest) float64 {
 	return max(x.AverageRatio, 1e-9)
 }
 
-// remaining is the model's remaining time of x from its next phase on
+// phases is the model's time of each phase of x from its next one on
 // len(factors) nodes of c, node i computing factors[i] times slower than
 // unloaded, and the full-size matrix layout there.
-func (r *rescheduler) remaining(x *msg.MigrationRequest, c Cluster, factors []float64) (time.Duration, srs.Distribution, error) {
+func (r *rescheduler) phases(x *msg.MigrationRequest, c Cluster, factors []float64) ([]time.Duration, srs.Distribution, error) {
 	procs := len(factors)
 	m, rate, err := apps.QRModel(x.Args, procs)
 	if err != nil {
-		return 0, srs.Distribution{}, err
+		return nil, srs.Distribution{}, err
 	}
 	nodes := make([]qr.Node, procs)
 	for i, f := range factors {
@@ -283,13 +307,13 @@ func (r *rescheduler) remaining(x *msg.MigrationRequest, c Cluster, factors []fl
 	}
 	l, err := r.cfg.Links.Link(c.Name, c.Name)
 	if err != nil {
-		return 0, srs.Distribution{}, err
+		return nil, srs.Distribution{}, err
 	}
-	from := min(int(x.Phase), len(m.Phases()))
-	d, err := m.Remaining(from, nodes, func(int, int) (time.Duration, float64) { return l.Latency, l.Bandwidth })
+	n := len(m.Phases())
+	ts, err := m.Predict(min(int(x.Phase), n), n, nodes, func(int, int) (time.Duration, float64) { return l.Latency, l.Bandwidth })
 	if err != nil {
-		return 0, srs.Distribution{}, err
+		return nil, srs.Distribution{}, err
 	}
 	layout, err := apps.QRLayout(x.Args, procs, 1)
-	return d, layout, err
+	return ts, layout, err
 }

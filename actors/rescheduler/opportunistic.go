@@ -30,9 +30,12 @@ const ReasonCandidateSkipped = "candidates skipped: "
 //     freed nodes' own cluster is not one (its restart would be a request
 //     for the cluster it is on, not for the freed nodes).
 //   - Here is the model's remaining time on the job's nodes at the pace of
-//     its last phase, as for a request; there is the model's on the freed
-//     nodes, each under the load the information service last reported;
-//     the cost is the configured cost model's, as for a request.
+//     its last phase, as for a request; there is the phase under way here
+//     at that pace, then the model's time of the phases after it on the
+//     freed nodes, each under the load the information service last
+//     reported; the cost is the configured cost model's, as for a request,
+//     for new nodes that are idle (they were just freed, whatever the
+//     information service's status says yet).
 //   - The job moves onto as many nodes as were freed there (a fixed
 //     request for that cluster and size); the scheduler may give it other
 //     idle nodes of the cluster, or make it wait if another job took them.
@@ -56,7 +59,7 @@ func (r *rescheduler) opportunistic(ctx actor.Context, x *msg.JobEnded) {
 				skipped++
 				continue
 			}
-			here, there, cost, err := r.estimate(f, cur, c, factors)
+			here, there, cost, err := r.estimate(f, cur, c, factors, false)
 			if err != nil {
 				skipped++
 				continue

@@ -38,7 +38,7 @@ func newOppWorld(t *testing.T) *oppWorld {
 			w.events <- ev
 		}
 	}))
-	cfg := testConfig(t, migrate.Predicted{Fixed: migrate.FixedParts()}, false)
+	cfg := testConfig(t, gridCost(), false)
 	cfg.Env = actors.Env{System: sys, Clock: clock.NewScaled(1), Recorder: rec}
 	w.res = sys.Root.Spawn(Props(cfg))
 	return w

@@ -319,7 +319,7 @@ func (r *runner) finish(ctx actor.Context, failure string) {
 		return
 	}
 	if r.mig != nil && r.mig.restart != nil && r.started {
-		r.restarted(0)
+		r.restarted()
 	}
 	if failure != "" && r.cause == msg.FailureCause_FAILURE_NONE {
 		r.cause = msg.FailureCause_FAILURE_RANK

@@ -46,6 +46,9 @@ type migration struct {
 	stopped  []*msg.RankStopped
 	restart  *msg.RankRestart // for the next attempt's ranks
 	from     string
+	// resumed is when each restarted rank began its first phase (scenario
+	// seconds), by rank, until every rank has.
+	resumed map[int32]float64
 }
 
 // watching reports whether the runner monitors its job.
@@ -81,15 +84,18 @@ func (r *runner) contract() {
 }
 
 // phaseDone feeds rank 0's phase to the contract monitor and asks the
-// rescheduler when it says so.
+// rescheduler when it says so. The first phase after a restart records
+// the move (resumed) and is not observed: its time holds the wait for the
+// other ranks' checkpoint reads.
 func (r *runner) phaseDone(ctx actor.Context, x *msg.PhaseDone) {
-	if r.mig == nil || r.mig.model == nil || x.Rank != 0 || r.failure != "" {
+	if r.mig == nil || r.mig.model == nil || r.failure != "" {
 		return
 	}
+	moving := r.mig.decision != nil
 	if r.mig.restart != nil {
-		r.restarted(x.TookS)
+		r.resumed(x)
 	}
-	if r.mig.decision != nil {
+	if x.Rank != 0 || moving {
 		return
 	}
 	pred, err := r.predict(int(x.Phase))
@@ -154,7 +160,7 @@ func (r *runner) decided(ctx actor.Context, x *msg.MigrationDecision) {
 		r.mig.monitor.Declined()
 		return
 	}
-	r.mig.decision, r.mig.askT, r.mig.stopped = x, r.cfg.Env.Now(), nil
+	r.mig.decision, r.mig.askT, r.mig.stopped, r.mig.resumed = x, r.cfg.Env.Now(), nil, nil
 	for _, m := range r.members {
 		ctx.Send(m.pid, &msg.StopRank{JobId: r.cfg.Job.Id, Reason: fmt.Sprintf("migrate to %s", x.Cluster)})
 	}
@@ -203,28 +209,49 @@ func (r *runner) moveOn(ctx actor.Context) bool {
 	return true
 }
 
+// resumed records when a restarted rank began its first phase (the
+// phase's report, less its time); once every rank has, the move is
+// recorded.
+func (r *runner) resumed(x *msg.PhaseDone) {
+	if _, seen := r.mig.resumed[x.Rank]; seen || r.member(x.Rank) == nil {
+		return
+	}
+	if r.mig.resumed == nil {
+		r.mig.resumed = map[int32]float64{}
+	}
+	r.mig.resumed[x.Rank] = r.cfg.Env.Now() - x.TookS
+	if len(r.mig.resumed) == len(r.members) {
+		r.restarted()
+	}
+}
+
 // restarted records a migration once the job runs again: from where to
 // where, the predicted cost and the measured one, from every rank stopped
-// (checkpoint written) to the first phase of the restarted job starting:
-// the scheduler's placement, the start-up, and the checkpoint's read and
-// redistribution, which the restarted ranks do before their first phase.
-// The wait for the safe point (stop_wait_s) is not in it: the job
-// progressed meanwhile. sinceS is how long ago that phase started
-// (its time, when called on its report; 0 when the job ended without
-// one, the restart's last phase: the measure is then an upper bound).
-func (r *runner) restarted(sinceS float64) {
+// (checkpoint written) to the last restarted rank beginning its first
+// phase: the scheduler's placement, the start-up, and the checkpoint's read
+// and redistribution, which every restarted rank does before its first
+// phase (the phase's exchanges make the ranks that read theirs sooner wait
+// for the last). The wait for the safe point (stop_wait_s) is not in it:
+// the job progressed meanwhile. A job that ends with no phase reported
+// after its restart (it restarted for its last phase) is measured to its
+// end: an upper bound.
+func (r *runner) restarted() {
 	if r.mig == nil || r.mig.restart == nil || r.mig.decision == nil {
 		return
 	}
 	d := r.mig.decision
+	resumed := r.cfg.Env.Now()
+	if len(r.mig.resumed) > 0 {
+		resumed = slices.Max(slices.Collect(maps.Values(r.mig.resumed)))
+	}
 	ev := r.cfg.Env.Event(msg.EventMigrated, "runner", r.cfg.Job.Id)
 	ev.Fields = map[string]string{"from": r.mig.from, "to": d.Cluster, "cost_model": d.CostModel, "forced": fmt.Sprint(d.Forced),
 		"trigger": trigger(d)}
 	ev.Values = map[string]float64{"phase": float64(r.mig.restart.Phase), "gain": d.Gain, "predicted_cost_s": d.CostS,
-		"measured_cost_s": r.cfg.Env.Now() - sinceS - r.mig.stopT, "stop_wait_s": r.mig.stopT - r.mig.askT,
+		"measured_cost_s": resumed - r.mig.stopT, "stop_wait_s": r.mig.stopT - r.mig.askT,
 		"here_s": d.HereS, "there_s": d.ThereS}
 	r.cfg.Env.Emit(ev)
-	r.mig.decision, r.mig.restart = nil, nil
+	r.mig.decision, r.mig.restart, r.mig.resumed = nil, nil, nil
 }
 
 // Triggers of a migration, as the migrated event records them.

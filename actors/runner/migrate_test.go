@@ -13,14 +13,15 @@ import (
 	"github.com/koala-emu/koala-emu/nodes/apps"
 )
 
-// migGrid: a scheduler that places every submission on the node of its
-// fixed component's cluster (c at first), nodes that forward what they get,
-// a rescheduler that forwards requests; events are collected.
+// migGrid: a scheduler that places every submission on the first nodes
+// of its fixed component's cluster (c at first; two nodes each), nodes
+// that forward what they get, a rescheduler that forwards requests; events
+// are collected.
 type migGrid struct {
 	sys    *actor.ActorSystem
 	sched  *actor.PID
 	resch  *actor.PID
-	nodes  map[string]*actor.PID
+	nodes  map[string]*actor.PID // by node name
 	toNode chan interface{}
 	toSch  chan interface{}
 	toRes  chan *msg.MigrationRequest
@@ -35,9 +36,8 @@ func newMigGrid(t *testing.T) *migGrid {
 	t.Cleanup(sys.Shutdown)
 	g := &migGrid{sys: sys, nodes: map[string]*actor.PID{}, toNode: make(chan interface{}, 64), toSch: make(chan interface{}, 16),
 		toRes: make(chan *msg.MigrationRequest, 4), prog: make(chan *msg.MigrationRequest, 16), ended: make(chan *msg.JobEnded, 2), events: make(chan *msg.Event, 256)}
-	for _, c := range []string{"c", "d"} {
-		name := c + "-n001"
-		g.nodes[c] = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+	for _, name := range []string{"c-n001", "c-n002", "d-n001", "d-n002"} {
+		g.nodes[name] = sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 			switch x := ctx.Message().(type) {
 			case *msg.StartRank:
 				ctx.Send(x.Runner.PID(), &msg.RankReady{JobId: x.JobId, Rank: x.Rank, Node: name, Addr: "x"})
@@ -57,8 +57,12 @@ func newMigGrid(t *testing.T) *migGrid {
 			if len(x.Job.Components) > 0 {
 				c = x.Job.Components[0].Cluster
 			}
-			ctx.Send(x.Runner.PID(), &msg.JobPlaced{JobId: x.Job.Id, Allocations: []*msg.Allocation{
-				{Cluster: c, Nodes: []*msg.NodeRef{{Name: c + "-n001", Pid: msg.FromPID(g.nodes[c])}}}}})
+			a := &msg.Allocation{Cluster: c}
+			for i := range x.Job.Size {
+				name := fmt.Sprintf("%s-n%03d", c, i+1)
+				a.Nodes = append(a.Nodes, &msg.NodeRef{Name: name, Pid: msg.FromPID(g.nodes[name])})
+			}
+			ctx.Send(x.Runner.PID(), &msg.JobPlaced{JobId: x.Job.Id, Allocations: []*msg.Allocation{a}})
 		case *msg.JobFinished:
 			g.toSch <- x
 		}
@@ -157,7 +161,8 @@ func TestRunnerMigrates(t *testing.T) {
 	}
 	want[*msg.RankTable](t, g.toNode, "the new rank table")
 	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
-	phase(5, 1)
+	phase(5, 1) // the first phase after the restart: not observed
+	phase(6, 1)
 	g.sys.Root.Send(r, &msg.RankDone{JobId: "j", Rank: 0, Node: "d-n001", Ok: true, Value: 7})
 	kinds := map[string]int{}
 	deadline := time.After(10 * time.Second)
@@ -179,8 +184,9 @@ func TestRunnerMigrates(t *testing.T) {
 	if kinds[msg.EventStart] != 1 || kinds[msg.EventMigrated] != 1 || kinds[msg.EventMigrationStop] != 1 || kinds[msg.EventContractViolation] != 2 {
 		t.Errorf("events %v", kinds)
 	}
-	// The rescheduler heard every phase observed (4 on c, 1 on d, the
-	// monitor's figures) and the end, with the node freed.
+	// The rescheduler heard every phase observed (4 on c, 1 on d after the
+	// restart's first, the monitor's figures) and the end, with the node
+	// freed.
 	var where []string
 	for range 5 {
 		select {
@@ -190,7 +196,7 @@ func TestRunnerMigrates(t *testing.T) {
 			t.Fatalf("progress %v", where)
 		}
 	}
-	if fmt.Sprint(where) != "[c:1 c:2 c:3 c:4 d:6]" {
+	if fmt.Sprint(where) != "[c:1 c:2 c:3 c:4 d:7]" {
 		t.Errorf("progress reports %v", where)
 	}
 	select {
@@ -225,20 +231,51 @@ func TestRunnerMovesOpportunistically(t *testing.T) {
 	want[*msg.RankTable](t, g.toNode, "the new rank table")
 	g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: 0})
 	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: 1, TookS: predicted(t, job, 1)})
+	if ev := g.migrated(t); ev.Fields["trigger"] != TriggerOpportunistic || ev.Fields["to"] != "d" || ev.Values["gain"] != 0.6 {
+		t.Errorf("migrated event %v %v", ev.Fields, ev.Values)
+	}
+}
+
+// migrated waits for the migrated event.
+func (g *migGrid) migrated(t *testing.T) *msg.Event {
+	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case ev := <-g.events:
-			if ev.Kind != msg.EventMigrated {
-				continue
+			if ev.Kind == msg.EventMigrated {
+				return ev
 			}
-			if ev.Fields["trigger"] != TriggerOpportunistic || ev.Fields["to"] != "d" || ev.Values["gain"] != 0.6 {
-				t.Errorf("migrated event %v %v", ev.Fields, ev.Values)
-			}
-			return
 		case <-deadline:
 			t.Fatal("no migrated event")
+			return nil
 		}
+	}
+}
+
+// A job moved onto two nodes resumes when its last rank has read its part
+// of the checkpoint and begun its first phase: the measured cost runs to
+// the latest of the ranks' starts (rank 0's phase began long before the
+// stop by its report; rank 1's as it reports), and the move is recorded
+// once both have reported.
+func TestRunnerMeasuresMoveToLastRank(t *testing.T) {
+	g := newMigGrid(t)
+	r, _ := g.startWatched(t)
+	g.sys.Root.Send(r, &msg.MigrationDecision{JobId: "j", Migrate: true, Cluster: "d", Size: 2, Gain: 0.5, CostS: 30, CostModel: "predicted"})
+	want[*msg.StopRank](t, g.toNode, "the stop")
+	layout := &msg.Layout{Rows: 480, Cols: 481, ProcsRows: 1, ProcsCols: 1, Nb: 60}
+	g.sys.Root.Send(r, &msg.RankStopped{JobId: "j", Rank: 0, Node: "c-n001", Cluster: "c", Phase: 1, DepotAddr: "depot", Layout: layout})
+	g.sys.Root.Send(r, &msg.RankDone{JobId: "j", Rank: 0, Node: "c-n001", Ok: true})
+	want[*msg.JobFinished](t, g.toSch, "the stopped attempt's end")
+	want[*msg.SubmitJob](t, g.toSch, "the submission for d")
+	want[*msg.RankTable](t, g.toNode, "the new rank table")
+	for rank := range int32(2) {
+		g.sys.Root.Send(r, &msg.RankConnected{JobId: "j", Rank: rank})
+	}
+	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 0, Phase: 1, TookS: 1e6})
+	g.sys.Root.Send(r, &msg.PhaseDone{JobId: "j", Rank: 1, Phase: 1, TookS: 0})
+	if c := g.migrated(t).Values["measured_cost_s"]; c < 0 || c > 1e5 {
+		t.Errorf("measured cost %v s: not to the last rank's start", c)
 	}
 }
 

@@ -23,9 +23,15 @@ AJRT against net utilisation per policy with the saturation point marked, execut
 the number of clusters, CDFs of wait and response times, utilisation and resizes over time for
 malleable runs, and a comparison table with each run's fidelity verdict. Given exactly two run
 directories, one of the sim backend and one of an emulated backend, it adds their divergence
-(the aggregates and the jobs that differ most, as 'koala-emu diverge' prints them).`,
+(the aggregates and the jobs that differ most, as 'koala-emu diverge' prints them). A sweep of
+migrating runs (policy.migration, e.g. scenarios/sweeps/migration.yaml) gets the table of the
+rescheduler's decisions instead of AJRT figures: per order, load time and cost model, the
+decision and its gain, the execution with it and with the opposite forced, whether it was right,
+the predicted and measured cost, the checksum and the degraded runs, also in migration.csv and
+migration.md; the costs by order; execution time against load time.`,
 		Example: `  koala-emu report runs/coalloc-fcm runs/coalloc-wf --out runs/report
-  koala-emu report runs/sweep --out runs/sweep-report`,
+  koala-emu report runs/sweep --out runs/sweep-report
+  koala-emu report runs/migration-sweep --out runs/migration-report`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := report.Write(out, args, opts); err != nil {

@@ -17,14 +17,15 @@ import (
 const ActorRescheduler = "rescheduler"
 
 // Rescheduler builds the rescheduler role of a plan with policy.migration
-// (nil props without): the clusters, the link matrix, the cost model and
-// the threshold of the plan.
+// (nil props without): the clusters, the link matrix, the cost model (for
+// the plan's grid: its runners' start-up delay and its scheduler's scan
+// period) and the threshold of the plan.
 func (s *Spec) Rescheduler(env actors.Env) (*actor.Props, error) {
 	m := s.Policy.Migration
 	if m == nil {
 		return nil, nil
 	}
-	cost, err := migrate.NewCostModel(m.CostModel)
+	cost, err := migrate.NewCostModel(m.CostModel, migrate.Grid{StartupDelay: s.Policy.StartupDelay, ScanPeriod: s.Policy.ScanPeriod})
 	if err != nil {
 		return nil, fmt.Errorf("policy.migration.cost_model: %w", err)
 	}

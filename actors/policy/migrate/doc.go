@@ -6,7 +6,8 @@
 //   - CostModel: the migration cost, either the worst-case constant
 //     (WorstCase, 900 s in SPEC §6's named parts) or a prediction from the
 //     bytes the redistribution moves between each (old, new) pair of
-//     processes and the links between them (Predicted);
+//     processes and the links between them, plus what the grid pays
+//     besides (Predicted with a Grid: the scheduler's wait, the start-up);
 //   - Monitor: the contract monitor, a state machine over the ratios of
 //     measured to predicted phase times;
 //   - Opportunistic: when a job frees nodes, which running job (if any)
