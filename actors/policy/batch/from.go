@@ -101,10 +101,11 @@ func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queue
 // held reservations stay where they are: each was at the earliest start
 // the others allowed, and neither the profile from now on nor a job's
 // lower bound has changed but for the later now. Otherwise they are
-// compressed as schedule would, from the same profile and reservations.
+// compressed as schedule would, from the same profile and reservations;
+// what was released lies before freedTo, which settle may use (FCFS).
 func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
 	buf := spare.spare(prev)
-	prof, held, freed, ok := prev.follow(backfill, now, capacity, running, queue, buf.prof)
+	prof, held, freedTo, ok := prev.follow(backfill, now, capacity, running, queue, buf.prof)
 	if !ok {
 		return schedule(backfill, now, capacity, running, queue)
 	}
@@ -117,24 +118,26 @@ func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity i
 		res[i] = Reservation{ID: q.ID, Start: q.Reserved, End: q.Reserved + q.Walltime}
 	}
 	settled := true
-	if freed {
-		settled = settle(backfill, now, prof, queue[:held], res, nil)
+	if freedTo > now {
+		settled = settle(backfill, now, prof, queue[:held], res, nil, freedTo)
 	}
 	return plan(backfill, now, running, queue, held, res, prof, settled, buf), nil
 }
 
 // follow checks that the inputs follow from plan p as a cluster changes
 // them (Incremental) and returns the profile they make from now on, p's
-// own profile with the holds that are gone released (freed says whether
-// any was still to come), and the number of held jobs. ok is false when
+// own profile with the holds that are gone released (freedTo is the
+// latest end of those still to come: now when there is none), and the
+// number of held jobs. ok is false when
 // they do not follow, or when a held reservation is in the past (schedule
 // then counts it from now, which p's profile does not). The profile is
 // made in into's memory when into is not nil.
-func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued, into *profile) (prof *profile, held int, freed, ok bool) {
+func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued, into *profile) (prof *profile, held int, freedTo time.Duration, ok bool) {
 	in := p.from
 	if in == nil || in.backfill != backfill || now < in.now || capacity != p.prof.capacity {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
+	freedTo = now
 	k := p.prof.index(now)
 	if into == nil {
 		into = &profile{steps: make([]step, 0, len(p.prof.steps)-k+8)}
@@ -152,11 +155,11 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 		}
 		if r.End() > now {
 			prof.add(now, r.End(), r.Procs)
-			freed = true
+			freedTo = max(freedTo, r.End())
 		}
 	}
 	if j != len(running) {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
 	// The held jobs, each as p reserved it; a job p reserved that is no
 	// longer queued (cancelled) releases its reservation.
@@ -167,29 +170,29 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 		if held < len(queue) && queue[held].Held && queue[held].ID == r.ID {
 			q := queue[held]
 			if q.Procs != in.procs[i] || q.Walltime != r.End-r.Start || q.Reserved != r.Start || r.Start < now {
-				return nil, 0, false, false
+				return nil, 0, 0, false
 			}
 			held++
 			continue
 		}
 		if r.End > now {
 			prof.add(max(r.Start, now), r.End, in.procs[i])
-			freed = true
+			freedTo = max(freedTo, r.End)
 		}
 	}
 	if len(queue)-held > maxNew {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
 	for i := held; i < len(queue); i++ {
 		q := queue[i]
 		if q.Held || checkJob(q.Procs, q.Walltime, capacity) != nil {
-			return nil, 0, false, false
+			return nil, 0, 0, false
 		}
 		for _, o := range queue[:i] {
 			if o.ID == q.ID {
-				return nil, 0, false, false
+				return nil, 0, 0, false
 			}
 		}
 	}
-	return prof, held, freed, true
+	return prof, held, freedTo, true
 }

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -219,24 +220,52 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 			}
 		}
 	}
-	settled := settle(backfill, now, prof, held, res, placed)
+	settled := settle(backfill, now, prof, held, res, placed, unsettled)
 	return prof, settled && placed == nil
 }
+
+// unsettled is settle's changedTo when the reservations are not those of a
+// settled plan: every job is checked.
+const unsettled = time.Duration(math.MaxInt64)
 
 // settle runs compression passes over the held jobs booked on prof (all of
 // them when placed is nil, else those placed; the others get a reservation
 // in their turn) until no reservation moves, and reports whether that
 // happened with every promise kept.
-func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation, placed []bool) bool {
+//
+// First come, first served, one pass is enough unless it took a job out
+// from before its lower bound (the start of the job ahead; only an
+// inconsistent input holds such a reservation): a job's check reads the
+// profile from its lower bound to its start, and what the jobs behind it
+// do later in the pass then lies at or after its start, so a second pass
+// would find every job where the first left it.
+//
+// changedTo is unsettled, or says that the reservations are a settled
+// plan's (ScheduleFrom: each at the earliest start the others and its lower
+// bound allow) and that the profile has changed since only before
+// changedTo. First come, first served, a job whose lower bound is at or
+// after changedTo then stays where it is, and so does every job behind it:
+// what it could start on from its lower bound on is what it was in the
+// settled plan, and so is its lower bound (a job that moves ends earlier
+// than it did, and its old end joins changedTo). The pass stops there.
+func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation, placed []bool, changedTo time.Duration) bool {
 	for pass := 0; pass <= len(held); pass++ {
 		moved, broken := false, false
+		once := !backfill // this pass is the last one (above)
 		lb := now
 		for i, q := range held {
+			if !backfill && lb >= changedTo {
+				break
+			}
 			s := res[i].Start
 			in := placed == nil || placed[i]
+			if in && lb > s {
+				once = false
+			}
 			if !in || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
 				if in {
 					prof.add(res[i].Start, res[i].End, q.Procs)
+					changedTo = max(changedTo, res[i].End)
 				}
 				s = prof.earliest(lb, q.Procs, q.Walltime)
 				if !in || s != res[i].Start {
@@ -256,7 +285,7 @@ func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res 
 				lb = s
 			}
 		}
-		if !moved {
+		if !moved || once {
 			return !broken
 		}
 	}
