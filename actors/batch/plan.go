@@ -32,25 +32,28 @@ func (m *manager) replan() {
 		return
 	}
 	m.plan, m.spare = plan, m.plan
-	// plan.Start is in queue order: walk it beside the queue.
-	next := 0
-	kept, keptIn := m.queue[:0], m.qin[:0]
-	for i, w := range m.queue {
-		r := plan.Reservations[i]
+	// plan.Start is in queue order: walk it beside the queue, moving the
+	// jobs kept forward over those started (in place: none moves while
+	// none has started).
+	next, kept := 0, 0
+	for i := range m.queue {
+		r, in := &plan.Reservations[i], &m.qin[i]
 		if r.Broken {
 			m.violation("reservation", fmt.Sprintf("job %s: reservation broken", r.ID))
 		}
-		in := m.qin[i]
 		if next < len(plan.Start) && plan.Start[next] == in.ID {
 			next++
-			m.start(w, in.Reserved)
+			m.start(m.queue[i], in.Reserved)
 			continue
 		}
 		in.Held, in.Reserved = true, r.Start
-		kept, keptIn = append(kept, w), append(keptIn, in)
+		if kept < i {
+			m.queue[kept], m.qin[kept] = m.queue[i], *in
+		}
+		kept++
 	}
-	clear(m.queue[len(kept):])
-	m.queue, m.qin = kept, keptIn
+	clear(m.queue[kept:])
+	m.queue, m.qin = m.queue[:kept], m.qin[:kept]
 	if m.busy > m.cfg.Capacity {
 		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", m.busy, m.cfg.Capacity))
 	}

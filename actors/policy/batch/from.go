@@ -87,9 +87,10 @@ func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queue
 		in = &inputs{}
 	}
 	*in = inputs{backfill: backfill, now: now, running: append(in.running[:0], running...), procs: in.procs[:0]}
-	for i, q := range queue {
+	for i := range queue {
+		q := &queue[i]
 		in.procs = append(in.procs, q.Procs)
-		if r := p.Reservations[i]; r.Start == now {
+		if p.Reservations[i].Start == now {
 			in.running = append(in.running, Running{ID: q.ID, Procs: q.Procs, Start: now, Walltime: q.Walltime})
 		}
 	}
@@ -114,7 +115,8 @@ func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity i
 		res = make([]Reservation, len(queue))
 	}
 	res = res[:len(queue)]
-	for i, q := range queue[:held] {
+	for i := range queue[:held] {
+		q := &queue[i]
 		res[i] = Reservation{ID: q.ID, Start: q.Reserved, End: q.Reserved + q.Walltime}
 	}
 	settled := true
@@ -148,8 +150,9 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 	// The running jobs still running, in order; the others release their
 	// processors from now to their end.
 	j := 0
-	for _, r := range in.running {
-		if j < len(running) && running[j] == r {
+	for k := range in.running {
+		r := &in.running[k]
+		if j < len(running) && running[j] == *r {
 			j++
 			continue
 		}
@@ -163,12 +166,13 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 	}
 	// The held jobs, each as p reserved it; a job p reserved that is no
 	// longer queued (cancelled) releases its reservation.
-	for i, r := range p.Reservations {
+	for i := range p.Reservations {
+		r := &p.Reservations[i]
 		if r.Start == in.now { // started by p: running now
 			continue
 		}
 		if held < len(queue) && queue[held].Held && queue[held].ID == r.ID {
-			q := queue[held]
+			q := &queue[held]
 			if q.Procs != in.procs[i] || q.Walltime != r.End-r.Start || q.Reserved != r.Start || r.Start < now {
 				return nil, 0, 0, false
 			}

@@ -101,10 +101,14 @@ func plan(backfill bool, now time.Duration, running []Running, queue []Queued, h
 		}
 	}
 	p := Plan{Reservations: res, prof: prof, next: next}
+	// First come, first served, no start is before the one ahead: those at
+	// now come first.
 	start := buf.start[:0]
-	for _, r := range res {
-		if r.Start == now {
+	for i := range res {
+		if r := &res[i]; r.Start == now {
 			start = append(start, r.ID)
+		} else if !backfill {
+			break
 		}
 	}
 	if len(start) > 0 { // nil when nothing starts
