@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
@@ -81,8 +82,8 @@ func (m *manager) start(w *waiting, reserved time.Duration) {
 	m.cfg.Env.Emit(ev)
 	// The job's life as every backend's results read it.
 	placed := m.cfg.Env.Event(msg.EventPlaced, m.cfg.Name, j.GetId())
-	placed.Fields = map[string]string{"components": fmt.Sprintf("%s:%d", m.cfg.Name, j.GetProcs())}
-	placed.Values = map[string]float64{"clusters": 1, "tries": 1}
+	placed.Fields = map[string]string{"components": m.cfg.Name + ":" + strconv.Itoa(int(j.GetProcs()))}
+	placed.Values = placedValues
 	m.cfg.Env.Emit(placed)
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
 }
