@@ -161,9 +161,16 @@ func (p *profile) add(from, to time.Duration, delta int) {
 		return
 	}
 	i := p.split(from)
-	j := p.split(to)
-	for k := i; k < j; k++ {
-		p.steps[k].free += delta
+	// The steps from i to the one holding to change; to's own step, split
+	// off after them (no second search), keeps what the step before had.
+	j := i
+	for ; j < len(p.steps) && p.steps[j].at < to; j++ {
+		p.steps[j].free += delta
+	}
+	if j == len(p.steps) || p.steps[j].at != to {
+		p.steps = append(p.steps, step{})
+		copy(p.steps[j+1:], p.steps[j:])
+		p.steps[j] = step{at: to, free: p.steps[j-1].free - delta}
 	}
 	// Steps inside [i, j) moved together and stay distinct; only the two
 	// boundaries may now separate equal steps.
