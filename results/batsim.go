@@ -272,17 +272,19 @@ func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
 			evs = append(evs, batsimEvent{jobs[i].End, false, i})
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b batsimEvent) int {
+	// A job has one start and one end, so the order of jobs settles every
+	// tie: no sort need be stable.
+	slices.SortFunc(evs, func(a, b batsimEvent) int {
 		if c := cmp.Compare(a.t, b.t); c != 0 {
 			return c
 		}
-		switch {
-		case a.start == b.start:
-			return 0
-		case !a.start:
-			return -1
+		if a.start != b.start {
+			if !a.start {
+				return -1
+			}
+			return 1
 		}
-		return 1
+		return cmp.Compare(a.job, b.job)
 	})
 	return evs
 }
