@@ -112,7 +112,8 @@ func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity i
 	}
 	res := buf.res[:0]
 	if res == nil || cap(res) < len(queue) {
-		res = make([]Reservation, len(queue))
+		// Room for a queue that grows: the spare plan is two plans old.
+		res = make([]Reservation, len(queue), len(queue)+len(queue)/4+8)
 	}
 	res = res[:len(queue)]
 	for i := range queue[:held] {
