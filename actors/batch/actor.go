@@ -59,6 +59,7 @@ type manager struct {
 	queue   []*waiting
 	known   map[string]bool
 	fields  [2]map[string]string // event's fields: origin grid, local
+	placed  map[int32]map[string]string
 	// The planner's inputs, kept beside order and queue (rin[i] is
 	// order[i]'s, qin[i] queue[i]'s, a queued job's hold included), so that
 	// a plan costs no copy of them.

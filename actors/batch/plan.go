@@ -82,10 +82,25 @@ func (m *manager) start(w *waiting, reserved time.Duration) {
 	m.cfg.Env.Emit(ev)
 	// The job's life as every backend's results read it.
 	placed := m.cfg.Env.Event(msg.EventPlaced, m.cfg.Name, j.GetId())
-	placed.Fields = map[string]string{"components": m.cfg.Name + ":" + strconv.Itoa(int(j.GetProcs()))}
+	placed.Fields = m.components(j.GetProcs())
 	placed.Values = placedValues
 	m.cfg.Env.Emit(placed)
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
+}
+
+// components are the fields of a placed event of a job of procs
+// processors: one map per size, shared by the manager's events (read only
+// once emitted).
+func (m *manager) components(procs int32) map[string]string {
+	f := m.placed[procs]
+	if f == nil {
+		if m.placed == nil {
+			m.placed = map[int32]map[string]string{}
+		}
+		f = map[string]string{"components": m.cfg.Name + ":" + strconv.Itoa(int(procs))}
+		m.placed[procs] = f
+	}
+	return f
 }
 
 // violation reports a broken invariant of the batch cluster.
