@@ -266,7 +266,17 @@ func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res 
 			if in && lb > s {
 				once = false
 			}
-			if !in || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
+			if in && lb <= s {
+				// Taking the job out and putting it back at the earliest
+				// start is moving its hold to the first start before it
+				// that fits, if any.
+				if t, ok := prof.fitBefore(lb, s, q.Procs, q.Walltime); ok {
+					changedTo = max(changedTo, res[i].End)
+					prof.move(s, res[i].End, t, t+q.Walltime, q.Procs)
+					s, moved = t, true
+					res[i].Start, res[i].End = s, s+q.Walltime
+				}
+			} else {
 				if in {
 					prof.add(res[i].Start, res[i].End, q.Procs)
 					changedTo = max(changedTo, res[i].End)
