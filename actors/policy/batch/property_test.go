@@ -313,17 +313,7 @@ func TestFitsBeforeMatchesEarliest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	const capacity = 8
 	for run := range 2000 {
-		p := &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
-		for range rng.IntN(6) {
-			from, to := time.Duration(rng.IntN(20)), time.Duration(21+rng.IntN(10))
-			to = from + (to-from)%11 + 1
-			if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
-				p.add(from, to, -procs)
-			}
-		}
-		procs, d := 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
-		s := p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
-		p.add(s, s+d, -procs)
+		p, s, procs, d := randomHold(rng, capacity)
 		lb := time.Duration(rng.IntN(25))
 		got, ok := p.fitBefore(lb, s, procs, d)
 		p.add(s, s+d, procs)
@@ -334,23 +324,31 @@ func TestFitsBeforeMatchesEarliest(t *testing.T) {
 	}
 }
 
+// randomHold makes a profile of a few random holds that fit and books one
+// more of procs processors for d at s, the earliest start from a random
+// instant.
+func randomHold(rng *rand.Rand, capacity int) (p *profile, s time.Duration, procs int, d time.Duration) {
+	p = &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
+	for range rng.IntN(6) {
+		from, to := time.Duration(rng.IntN(20)), time.Duration(21+rng.IntN(10))
+		to = from + (to-from)%11 + 1
+		if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
+			p.add(from, to, -procs)
+		}
+	}
+	procs, d = 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
+	s = p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
+	p.add(s, s+d, -procs)
+	return p, s, procs, d
+}
+
 // move gives the profile of taking a hold out and putting it back
 // elsewhere, later or earlier, overlapping or apart.
 func TestMoveMatchesTakeOutPutBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 13))
 	const capacity = 8
 	for run := range 3000 {
-		p := &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
-		for range rng.IntN(6) {
-			from := time.Duration(rng.IntN(20))
-			to := from + time.Duration(1+rng.IntN(10))
-			if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
-				p.add(from, to, -procs)
-			}
-		}
-		procs, d := 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
-		os := p.earliest(time.Duration(rng.IntN(20)), procs, d)
-		p.add(os, os+d, -procs)
+		p, os, procs, d := randomHold(rng, capacity)
 		ns := time.Duration(rng.IntN(30))
 		want := &profile{capacity: capacity, steps: slices.Clone(p.steps)}
 		want.add(os, os+d, procs)
