@@ -308,18 +308,26 @@ func checkProperties(p Policy, now time.Duration, capacity int, running []Runnin
 // fitBefore says whether a held job could start before its hold, and
 // where: exactly when earliest, on the profile with the hold taken out,
 // finds a start before it, and that start (lb at, before or after the
-// hold's start).
+// hold's start). move gives the profile of taking the hold out and putting
+// it back elsewhere, later or earlier, overlapping or apart.
 func TestFitsBeforeMatchesEarliest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	const capacity = 8
-	for run := range 2000 {
+	for run := range 4000 {
 		p, s, procs, d := randomHold(rng, capacity)
 		lb := time.Duration(rng.IntN(25))
 		got, ok := p.fitBefore(lb, s, procs, d)
-		p.add(s, s+d, procs)
-		want := p.earliest(lb, procs, d)
+		out := &profile{capacity: capacity, steps: slices.Clone(p.steps)}
+		out.add(s, s+d, procs)
+		want := out.earliest(lb, procs, d)
 		if wantOK := lb < s && want < s; ok != wantOK || (ok && got != want) {
 			t.Fatalf("run %d: fitBefore(lb %v, s %v, procs %d, d %v) = %v, %v; earliest from lb %v; steps %v", run, lb, s, procs, d, got, ok, want, p.steps)
+		}
+		ns := time.Duration(rng.IntN(30))
+		out.add(ns, ns+d, -procs)
+		p.move(s, s+d, ns, ns+d, procs)
+		if !slices.Equal(p.steps, out.steps) {
+			t.Fatalf("run %d: move [%v, %v) to [%v, %v) of %d: %v, taken out and put back %v", run, s, s+d, ns, ns+d, procs, p.steps, out.steps)
 		}
 	}
 }
@@ -340,22 +348,4 @@ func randomHold(rng *rand.Rand, capacity int) (p *profile, s time.Duration, proc
 	s = p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
 	p.add(s, s+d, -procs)
 	return p, s, procs, d
-}
-
-// move gives the profile of taking a hold out and putting it back
-// elsewhere, later or earlier, overlapping or apart.
-func TestMoveMatchesTakeOutPutBack(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 13))
-	const capacity = 8
-	for run := range 3000 {
-		p, os, procs, d := randomHold(rng, capacity)
-		ns := time.Duration(rng.IntN(30))
-		want := &profile{capacity: capacity, steps: slices.Clone(p.steps)}
-		want.add(os, os+d, procs)
-		want.add(ns, ns+d, -procs)
-		p.move(os, os+d, ns, ns+d, procs)
-		if !slices.Equal(p.steps, want.steps) {
-			t.Fatalf("run %d: move [%v, %v) to [%v, %v) of %d: %v, taken out and put back %v", run, os, os+d, ns, ns+d, procs, p.steps, want.steps)
-		}
-	}
 }
