@@ -99,8 +99,9 @@ func Check(b Backend, plan *scenarios.Plan, opts Options) error {
 		return fmt.Errorf("policy.malleability: the %s backend cannot run the malleability manager and malleable runners", b.Name())
 	}
 	if plan != nil && !c.Malleability {
+		malleable := apps.MalleableNames()
 		for _, j := range plan.Jobs {
-			if slices.Contains(apps.MalleableNames(), j.App) {
+			if slices.Contains(malleable, j.App) {
 				return fmt.Errorf("workload: job %s runs the malleable application %s, which the %s backend cannot run (its execution time depends on its resizes)",
 					j.ID, j.App, b.Name())
 			}

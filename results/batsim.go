@@ -1,9 +1,7 @@
 package results
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"maps"
@@ -105,24 +103,14 @@ func WriteBatsimCSVPlatform(dir string, jobs []Job, workload string, platform []
 	if err != nil {
 		return fmt.Errorf("batsim export: %w", err)
 	}
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	if err := w.Write(BatsimColumns); err != nil {
-		return fmt.Errorf("batsim export: %w", err)
-	}
-	var row []string // one row's fields, reused
+	l := csvLines{b: make([]byte, 0, 256+256*len(jobs))}
+	l.strs(BatsimColumns...)
+	l.end()
 	for i := range jobs {
-		row = batsimRow(row[:0], &jobs[i], workload, alloc[i])
-		if err := w.Write(row); err != nil {
-			return fmt.Errorf("batsim export: job %s: %w", jobs[i].ID, err)
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return fmt.Errorf("batsim export: %w", err)
+		batsimRow(&l, &jobs[i], workload, alloc[i])
 	}
 	path := filepath.Join(dir, BatsimFile)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, l.b, 0o644); err != nil {
 		return fmt.Errorf("batsim export: write %s: %w", path, err)
 	}
 	return nil
@@ -143,47 +131,55 @@ func BatsimState(j *Job) string {
 	}
 }
 
-// batsimRow appends job j's row to row.
-func batsimRow(row []string, j *Job, workload, alloc string) []string {
+// batsimRow appends job j's row to l.
+func batsimRow(l *csvLines, j *Job, workload, alloc string) {
 	state := BatsimState(j)
 	success := "0"
 	if state == BatsimSuccess {
 		success = "1"
 	}
-	requested := "-1"
+	l.strs(j.ID, workload, j.App)
+	batsimTime(l, j.Submit)
+	l.int(j.Size)
 	if j.Nominal > 0 {
-		requested = batsimNum(j.Nominal)
+		batsimNum(l, j.Nominal)
+	} else {
+		l.str("-1")
 	}
-	stretch := ""
+	l.strs(success, state)
+	for _, v := range [...]float64{j.Start, j.Exec(), j.End, j.Wait(), j.Response()} {
+		batsimTime(l, v)
+	}
 	if exec, resp := j.Exec(), j.Response(); exec > 0 && resp >= 0 {
-		stretch = batsimNum(resp / exec)
+		batsimNum(l, resp/exec)
+	} else {
+		l.str("")
 	}
+	l.strs("-1", alloc)
 	var meta []string
 	for _, kv := range [][2]string{{"request", j.Request}, {"components", j.Components}, {"reason", j.Reason}} {
 		if kv[1] != "" {
 			meta = append(meta, kv[0]+"="+kv[1])
 		}
 	}
-	return append(row,
-		j.ID, workload, j.App, batsimTime(j.Submit),
-		strconv.Itoa(j.Size), requested, success, state,
-		batsimTime(j.Start), batsimTime(j.Exec()), batsimTime(j.End), batsimTime(j.Wait()),
-		batsimTime(j.Response()), stretch, "-1", alloc, strings.Join(meta, ";"),
-	)
+	l.str(strings.Join(meta, ";"))
+	l.end()
 }
 
-// batsimTime formats a time or a duration; a negative one never happened.
-func batsimTime(v float64) string {
+// batsimTime appends a time or a duration; a negative one never happened
+// (an empty field).
+func batsimTime(l *csvLines, v float64) {
 	if v < 0 {
-		return ""
+		l.str("")
+		return
 	}
-	return batsimNum(v)
+	batsimNum(l, v)
 }
 
-// batsimNum rounds to the microsecond (Batsim prints 6 decimals) and prints
-// the shortest form.
-func batsimNum(v float64) string {
-	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+// batsimNum appends v rounded to the microsecond (Batsim prints 6
+// decimals) in its shortest form.
+func batsimNum(l *csvLines, v float64) {
+	l.shortest(math.Round(v*1e6) / 1e6)
 }
 
 type batsimComponent struct {
@@ -276,17 +272,19 @@ func batsimEvents(jobs []Job, comps [][]batsimComponent) []batsimEvent {
 			evs = append(evs, batsimEvent{jobs[i].End, false, i})
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b batsimEvent) int {
+	// A job has one start and one end, so the order of jobs settles every
+	// tie: no sort need be stable.
+	slices.SortFunc(evs, func(a, b batsimEvent) int {
 		if c := cmp.Compare(a.t, b.t); c != 0 {
 			return c
 		}
-		switch {
-		case a.start == b.start:
-			return 0
-		case !a.start:
-			return -1
+		if a.start != b.start {
+			if !a.start {
+				return -1
+			}
+			return 1
 		}
-		return 1
+		return cmp.Compare(a.job, b.job)
 	})
 	return evs
 }

@@ -58,7 +58,7 @@ func (e *eventEncoder) appendEvent(b []byte, ev *msg.Event) ([]byte, bool) {
 		idx = append(idx, i)
 	}
 	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && kvs[idx[j]].key < kvs[idx[j-1]].key; j-- {
+		for j := i; j > 0 && keyLess(kvs[idx[j]].key, kvs[idx[j-1]].key); j-- {
 			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
 	}
@@ -88,36 +88,60 @@ func (e *eventEncoder) appendEvent(b []byte, ev *msg.Event) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
+// keyLess is a < b, told by the first bytes when they differ (the keys of
+// an event mostly begin differently) without a call to compare the strings.
+func keyLess(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
+}
+
 // appendJSONFloat formats f as encoding/json does a float64: like %g with
 // ES6's exponent cutoffs and no exponent padding.
 func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
+	if abs := math.Abs(f); abs == 0 || (abs >= 1e-6 && abs < 1e21) {
+		return appendShortest(b, f)
 	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
+	b = strconv.AppendFloat(b, f, 'e', -1, 64)
+	// e-09 to e-9
+	n := len(b)
+	if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
 	}
 	return b
 }
 
 const hexDigits = "0123456789abcdef"
 
+// jsonPlain says which bytes appendJSONString writes as they are: ASCII
+// from the space on but for the quote, the backslash and <, > and &.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as encoding/json does (HTML-safe: <, > and &
 // escaped; invalid UTF-8 as U+FFFD; U+2028 and U+2029 escaped).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// The bytes written as they are, by a table: most strings are all of them.
+	i := 0
+	for i < len(s) && jsonPlain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonPlain[c] {
 				i++
 				continue
 			}

@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/koala-emu/koala-emu/fidelity"
@@ -30,15 +29,18 @@ func (s Summary) Faithful() bool {
 }
 
 // appendFidelityColumns appends a job's fidelity columns of jobs.csv to
-// row: the verdict, the p99 lateness of computation, idle links and
+// l: the verdict, the p99 lateness of computation, idle links and
 // backlogged links, and the computation's stretch (empty figures when
 // nothing was measured).
-func appendFidelityColumns(row []string, f *fidelity.Figures) []string {
+func appendFidelityColumns(l *csvLines, f *fidelity.Figures) {
 	if f == nil {
-		return append(row, fidelity.Unmeasured, "", "", "", "")
+		l.strs(fidelity.Unmeasured, "", "", "", "")
+		return
 	}
-	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
-	return append(row, f.Verdict, ff(f.Compute.P99), ff(f.Link.P99), ff(f.Backlog.P99), ff(f.Stretch))
+	l.str(f.Verdict)
+	for _, v := range [...]float64{f.Compute.P99, f.Link.P99, f.Backlog.P99, f.Stretch} {
+		l.fixed(v, 4)
+	}
 }
 
 // printFidelity ends the summary table with the run's verdict and the

@@ -1,7 +1,6 @@
 package results
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -160,31 +159,34 @@ func (s Summary) WriteJSON(dir string) error {
 
 // WriteJobsCSV writes jobs.csv in dir, one row per job.
 func WriteJobsCSV(dir string, jobs []Job) error {
-	f, err := os.Create(filepath.Join(dir, "jobs.csv"))
-	if err != nil {
-		return fmt.Errorf("jobs.csv: %w", err)
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"id", "application", "size", "request", "components", "clusters", "submit_s", "placement_s",
+	l := csvLines{b: make([]byte, 0, 512+256*len(jobs))}
+	l.strs("id", "application", "size", "request", "components", "clusters", "submit_s", "placement_s",
 		"start_s", "end_s", "wait_s", "queue_s", "startup_s", "exec_s", "response_s", "tries", "status", "reason",
 		"malleable", "avg_procs", "max_procs", "grows", "shrinks", "resize_s",
-		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch", "cause", "resubmissions"})
-	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-	var row []string // one row's fields, reused
-	for _, j := range jobs {
-		row = append(row[:0], j.ID, j.App, strconv.Itoa(j.Size), j.Request, j.Components, strconv.Itoa(j.Clusters),
-			ff(j.Submit), ff(j.Placement), ff(j.Start), ff(j.End), ff(j.Wait()), ff(j.Queue()), ff(j.Startup()),
-			ff(j.Exec()), ff(j.Response()), strconv.Itoa(j.Tries), j.Status, j.Reason,
-			strconv.FormatBool(j.Malleable), ff(j.AvgProcs), ff(j.MaxProcs), strconv.Itoa(j.Grows), strconv.Itoa(j.Shrinks), ff(j.ResizeS))
-		row = append(appendFidelityColumns(row, j.Figures), j.Cause, strconv.Itoa(j.Resubmissions))
-		_ = w.Write(row)
+		"fidelity", "compute_late_p99", "link_late_p99", "backlog_late_p99", "compute_stretch", "cause", "resubmissions")
+	l.end()
+	for i := range jobs {
+		j := &jobs[i]
+		l.strs(j.ID, j.App)
+		l.int(j.Size)
+		l.strs(j.Request, j.Components)
+		l.int(j.Clusters)
+		for _, v := range [...]float64{j.Submit, j.Placement, j.Start, j.End, j.Wait(), j.Queue(), j.Startup(), j.Exec(), j.Response()} {
+			l.fixed(v, 3)
+		}
+		l.int(j.Tries)
+		l.strs(j.Status, j.Reason, strconv.FormatBool(j.Malleable))
+		l.fixed(j.AvgProcs, 3)
+		l.fixed(j.MaxProcs, 3)
+		l.int(j.Grows)
+		l.int(j.Shrinks)
+		l.fixed(j.ResizeS, 3)
+		appendFidelityColumns(&l, j.Figures)
+		l.str(j.Cause)
+		l.int(j.Resubmissions)
+		l.end()
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("jobs.csv: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "jobs.csv"), l.b, 0o666); err != nil {
 		return fmt.Errorf("jobs.csv: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -57,6 +58,8 @@ type manager struct {
 	busy    int        // the processors they hold
 	queue   []*waiting
 	known   map[string]bool
+	fields  [2]map[string]string // event's fields: origin grid, local
+	placed  map[int32]map[string]string
 	// The planner's inputs, kept beside order and queue (rin[i] is
 	// order[i]'s, qin[i] queue[i]'s, a queued job's hold included), so that
 	// a plan costs no copy of them.
@@ -110,20 +113,35 @@ func (m *manager) Receive(ctx actor.Context) {
 
 func (m *manager) now() time.Duration { return m.cfg.Env.Clock.Now() }
 
+// event is a batch event of job j: its fields (cluster and origin) are
+// one map per origin, shared by every event of the manager (an event is
+// only read once emitted), so a caller that adds a field copies them.
 func (m *manager) event(kind string, j *msg.BatchJob) *msg.Event {
 	ev := m.cfg.Env.Event(kind, m.cfg.Name, j.GetId())
-	origin := "grid"
-	if j.GetLocal() {
-		origin = "local"
+	if m.fields[0] == nil {
+		m.fields[0] = map[string]string{"cluster": m.cfg.Name, "origin": "grid"}
+		m.fields[1] = map[string]string{"cluster": m.cfg.Name, "origin": "local"}
 	}
-	ev.Fields = map[string]string{"cluster": m.cfg.Name, "origin": origin}
+	ev.Fields = m.fields[0]
+	if j.GetLocal() {
+		ev.Fields = m.fields[1]
+	}
 	ev.Values = map[string]float64{"procs": float64(j.GetProcs())}
 	return ev
 }
 
+// The fields of the end events of jobs completed and killed, and the
+// values of a placed event, the same for every job: shared, read only.
+var (
+	completedFields = map[string]string{"status": "completed"}
+	killedFields    = map[string]string{"status": "failed", "cause": msg.CauseWalltime, "reason": "killed at its walltime"}
+	placedValues    = map[string]float64{"clusters": 1, "tries": 1}
+)
+
 func (m *manager) submit(j *msg.BatchJob) {
 	if reason := m.refuse(j); reason != "" {
 		ev := m.event(msg.EventBatchRefused, j)
+		ev.Fields = maps.Clone(ev.Fields)
 		ev.Fields["reason"] = reason
 		m.cfg.Env.Emit(ev)
 		if reason != RefuseDuplicate { // a duplicate's record belongs to the first
@@ -217,9 +235,9 @@ func (m *manager) finish(id string, r *running, killed bool) {
 	ev.Values["run_s"] = (m.now() - r.start).Seconds()
 	m.cfg.Env.Emit(ev)
 	end := m.cfg.Env.Event(msg.EventEnd, m.cfg.Name, id)
-	end.Fields = map[string]string{"status": "completed"}
+	end.Fields = completedFields
 	if killed {
-		end.Fields = map[string]string{"status": "failed", "cause": msg.CauseWalltime, "reason": "killed at its walltime"}
+		end.Fields = killedFields
 	}
 	m.cfg.Env.Emit(end)
 }

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/koala-emu/koala-emu/actors/msg"
@@ -32,25 +33,28 @@ func (m *manager) replan() {
 		return
 	}
 	m.plan, m.spare = plan, m.plan
-	// plan.Start is in queue order: walk it beside the queue.
-	next := 0
-	kept, keptIn := m.queue[:0], m.qin[:0]
-	for i, w := range m.queue {
-		r := plan.Reservations[i]
+	// plan.Start is in queue order: walk it beside the queue, moving the
+	// jobs kept forward over those started (in place: none moves while
+	// none has started).
+	next, kept := 0, 0
+	for i := range m.queue {
+		r, in := &plan.Reservations[i], &m.qin[i]
 		if r.Broken {
 			m.violation("reservation", fmt.Sprintf("job %s: reservation broken", r.ID))
 		}
-		in := m.qin[i]
 		if next < len(plan.Start) && plan.Start[next] == in.ID {
 			next++
-			m.start(w, in.Reserved)
+			m.start(m.queue[i], in.Reserved)
 			continue
 		}
 		in.Held, in.Reserved = true, r.Start
-		kept, keptIn = append(kept, w), append(keptIn, in)
+		if kept < i {
+			m.queue[kept], m.qin[kept] = m.queue[i], *in
+		}
+		kept++
 	}
-	clear(m.queue[len(kept):])
-	m.queue, m.qin = kept, keptIn
+	clear(m.queue[kept:])
+	m.queue, m.qin = m.queue[:kept], m.qin[:kept]
 	if m.busy > m.cfg.Capacity {
 		m.violation("capacity", fmt.Sprintf("%d processors busy on a cluster of %d", m.busy, m.cfg.Capacity))
 	}
@@ -78,10 +82,25 @@ func (m *manager) start(w *waiting, reserved time.Duration) {
 	m.cfg.Env.Emit(ev)
 	// The job's life as every backend's results read it.
 	placed := m.cfg.Env.Event(msg.EventPlaced, m.cfg.Name, j.GetId())
-	placed.Fields = map[string]string{"components": fmt.Sprintf("%s:%d", m.cfg.Name, j.GetProcs())}
-	placed.Values = map[string]float64{"clusters": 1, "tries": 1}
+	placed.Fields = m.components(j.GetProcs())
+	placed.Values = placedValues
 	m.cfg.Env.Emit(placed)
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
+}
+
+// components are the fields of a placed event of a job of procs
+// processors: one map per size, shared by the manager's events (read only
+// once emitted).
+func (m *manager) components(procs int32) map[string]string {
+	f := m.placed[procs]
+	if f == nil {
+		if m.placed == nil {
+			m.placed = map[int32]map[string]string{}
+		}
+		f = map[string]string{"components": m.cfg.Name + ":" + strconv.Itoa(int(procs))}
+		m.placed[procs] = f
+	}
+	return f
 }
 
 // violation reports a broken invariant of the batch cluster.

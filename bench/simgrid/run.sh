@@ -16,7 +16,7 @@ if ! "$py" -c 'import simgrid' 2>/dev/null; then
 fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-(cd "$here/../.." && go build -o "$out/koala-emu" ./cmd/koala-emu)
+(cd "$here/../.." && CGO_ENABLED=0 go build -o "$out/koala-emu" ./cmd/koala-emu) # as make build does
 cd "$here"
 "$out/koala-emu" run fcfs-256.yaml --backend sim --quiet --out "$out/run"
 "$py" fcfs.py ctc-1000.swf 256 "$out/simgrid.csv" 2>/dev/null

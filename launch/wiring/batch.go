@@ -74,17 +74,33 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 	if err != nil {
 		return fmt.Errorf("spawn %s: %w", ActorAgent, err)
 	}
+	fields := map[submitKey]map[string]string{}
 	for _, j := range b.Jobs {
 		m, to, err := batchSubmission(plan, j, clusters, batches, agent)
 		if err != nil {
 			return err
 		}
+		k := submitKey{j.Local, j.Cluster}
+		if fields[k] == nil {
+			fields[k] = submitFields(j)
+		}
+		f := fields[k]
 		at(j.Submit, func() {
-			env.Emit(submitEvent(env, j))
+			ev := env.Event(msg.EventSubmit, "launcher", j.ID)
+			ev.Fields, ev.Values = f, map[string]float64{"size": float64(j.Procs)}
+			env.Emit(ev)
 			env.System.Root.Send(to, m)
 		})
 	}
 	return nil
+}
+
+// submitKey is what a trace job's submit event's fields depend on: they
+// are one map for every job of the same key (an event is only read once
+// emitted).
+type submitKey struct {
+	local   bool
+	cluster string
 }
 
 // batchSubmission is the message submitting trace job j and its receiver.
@@ -116,15 +132,13 @@ func JobType(seed int64, id string) rp.JobType {
 	return rp.DrawType(rp.JobSeed(uint64(seed), h.Sum64()))
 }
 
-func submitEvent(env actors.Env, j scenarios.BatchJob) *msg.Event {
+// submitFields are the fields of trace job j's submit event.
+func submitFields(j scenarios.BatchJob) map[string]string {
 	req := scenarios.RequestGrid
 	if j.Local {
 		req = scenarios.RequestLocal
 	}
-	ev := env.Event(msg.EventSubmit, "launcher", j.ID)
-	ev.Fields = map[string]string{"app": scenarios.BatchApp, "request": req, "cluster": j.Cluster}
-	ev.Values = map[string]float64{"size": float64(j.Procs)}
-	return ev
+	return map[string]string{"app": scenarios.BatchApp, "request": req, "cluster": j.Cluster}
 }
 
 // BatchBooks are the books of a batch grid run, in results.json's extra

@@ -87,9 +87,10 @@ func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queue
 		in = &inputs{}
 	}
 	*in = inputs{backfill: backfill, now: now, running: append(in.running[:0], running...), procs: in.procs[:0]}
-	for i, q := range queue {
+	for i := range queue {
+		q := &queue[i]
 		in.procs = append(in.procs, q.Procs)
-		if r := p.Reservations[i]; r.Start == now {
+		if p.Reservations[i].Start == now {
 			in.running = append(in.running, Running{ID: q.ID, Procs: q.Procs, Start: now, Walltime: q.Walltime})
 		}
 	}
@@ -101,40 +102,45 @@ func inputsOf(backfill bool, now time.Duration, running []Running, queue []Queue
 // held reservations stay where they are: each was at the earliest start
 // the others allowed, and neither the profile from now on nor a job's
 // lower bound has changed but for the later now. Otherwise they are
-// compressed as schedule would, from the same profile and reservations.
+// compressed as schedule would, from the same profile and reservations;
+// what was released lies before freedTo, which settle may use (FCFS).
 func scheduleFrom(backfill bool, prev, spare Plan, now time.Duration, capacity int, running []Running, queue []Queued) (Plan, error) {
 	buf := spare.spare(prev)
-	prof, held, freed, ok := prev.follow(backfill, now, capacity, running, queue, buf.prof)
+	prof, held, freedTo, ok := prev.follow(backfill, now, capacity, running, queue, buf.prof)
 	if !ok {
 		return schedule(backfill, now, capacity, running, queue)
 	}
 	res := buf.res[:0]
 	if res == nil || cap(res) < len(queue) {
-		res = make([]Reservation, len(queue))
+		// Room for a queue that grows: the spare plan is two plans old.
+		res = make([]Reservation, len(queue), len(queue)+len(queue)/4+8)
 	}
 	res = res[:len(queue)]
-	for i, q := range queue[:held] {
+	for i := range queue[:held] {
+		q := &queue[i]
 		res[i] = Reservation{ID: q.ID, Start: q.Reserved, End: q.Reserved + q.Walltime}
 	}
 	settled := true
-	if freed {
-		settled = settle(backfill, now, prof, queue[:held], res, nil)
+	if freedTo > now {
+		settled = settle(backfill, now, prof, queue[:held], res, nil, freedTo)
 	}
 	return plan(backfill, now, running, queue, held, res, prof, settled, buf), nil
 }
 
 // follow checks that the inputs follow from plan p as a cluster changes
 // them (Incremental) and returns the profile they make from now on, p's
-// own profile with the holds that are gone released (freed says whether
-// any was still to come), and the number of held jobs. ok is false when
+// own profile with the holds that are gone released (freedTo is the
+// latest end of those still to come: now when there is none), and the
+// number of held jobs. ok is false when
 // they do not follow, or when a held reservation is in the past (schedule
 // then counts it from now, which p's profile does not). The profile is
 // made in into's memory when into is not nil.
-func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued, into *profile) (prof *profile, held int, freed, ok bool) {
+func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []Running, queue []Queued, into *profile) (prof *profile, held int, freedTo time.Duration, ok bool) {
 	in := p.from
 	if in == nil || in.backfill != backfill || now < in.now || capacity != p.prof.capacity {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
+	freedTo = now
 	k := p.prof.index(now)
 	if into == nil {
 		into = &profile{steps: make([]step, 0, len(p.prof.steps)-k+8)}
@@ -145,51 +151,53 @@ func (p Plan) follow(backfill bool, now time.Duration, capacity int, running []R
 	// The running jobs still running, in order; the others release their
 	// processors from now to their end.
 	j := 0
-	for _, r := range in.running {
-		if j < len(running) && running[j] == r {
+	for k := range in.running {
+		r := &in.running[k]
+		if j < len(running) && running[j] == *r {
 			j++
 			continue
 		}
 		if r.End() > now {
 			prof.add(now, r.End(), r.Procs)
-			freed = true
+			freedTo = max(freedTo, r.End())
 		}
 	}
 	if j != len(running) {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
 	// The held jobs, each as p reserved it; a job p reserved that is no
 	// longer queued (cancelled) releases its reservation.
-	for i, r := range p.Reservations {
+	for i := range p.Reservations {
+		r := &p.Reservations[i]
 		if r.Start == in.now { // started by p: running now
 			continue
 		}
 		if held < len(queue) && queue[held].Held && queue[held].ID == r.ID {
-			q := queue[held]
+			q := &queue[held]
 			if q.Procs != in.procs[i] || q.Walltime != r.End-r.Start || q.Reserved != r.Start || r.Start < now {
-				return nil, 0, false, false
+				return nil, 0, 0, false
 			}
 			held++
 			continue
 		}
 		if r.End > now {
 			prof.add(max(r.Start, now), r.End, in.procs[i])
-			freed = true
+			freedTo = max(freedTo, r.End)
 		}
 	}
 	if len(queue)-held > maxNew {
-		return nil, 0, false, false
+		return nil, 0, 0, false
 	}
 	for i := held; i < len(queue); i++ {
 		q := queue[i]
 		if q.Held || checkJob(q.Procs, q.Walltime, capacity) != nil {
-			return nil, 0, false, false
+			return nil, 0, 0, false
 		}
 		for _, o := range queue[:i] {
 			if o.ID == q.ID {
-				return nil, 0, false, false
+				return nil, 0, 0, false
 			}
 		}
 	}
-	return prof, held, freed, true
+	return prof, held, freedTo, true
 }

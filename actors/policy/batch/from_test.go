@@ -25,9 +25,9 @@ func checkFrom(p Incremental, prev, spare Plan, now time.Duration, capacity int,
 	if err := samePlan(prev, before); err != nil {
 		return Plan{}, fmt.Errorf("ScheduleFrom changed prev: %v", err)
 	}
-	if _, _, freed, ok := prev.follow(p.Name() == "cbf", now, capacity, running, queue, nil); ok {
+	if _, _, freedTo, ok := prev.follow(p.Name() == "cbf", now, capacity, running, queue, nil); ok {
 		st.follows++
-		if freed {
+		if freedTo > now {
 			st.freed++
 		}
 	}
@@ -187,7 +187,7 @@ func TestScheduleFromPerturbed(t *testing.T) {
 				}
 				if _, _, fr, ok := prev.follow(p.Name() == "cbf", now, capNow, rs, q, nil); ok {
 					follows++
-					if fr {
+					if fr > now {
 						freed++
 					}
 				}

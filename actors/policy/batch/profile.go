@@ -161,9 +161,16 @@ func (p *profile) add(from, to time.Duration, delta int) {
 		return
 	}
 	i := p.split(from)
-	j := p.split(to)
-	for k := i; k < j; k++ {
-		p.steps[k].free += delta
+	// The steps from i to the one holding to change; to's own step, split
+	// off after them (no second search), keeps what the step before had.
+	j := i
+	for ; j < len(p.steps) && p.steps[j].at < to; j++ {
+		p.steps[j].free += delta
+	}
+	if j == len(p.steps) || p.steps[j].at != to {
+		p.steps = append(p.steps, step{})
+		copy(p.steps[j+1:], p.steps[j:])
+		p.steps[j] = step{at: to, free: p.steps[j-1].free - delta}
 	}
 	// Steps inside [i, j) moved together and stay distinct; only the two
 	// boundaries may now separate equal steps.
@@ -184,14 +191,15 @@ func (p *profile) minFree(from, to time.Duration) int {
 	return m
 }
 
-// fitsBefore reports whether a job of procs processors held on [s, s+d)
+// fitBefore reports whether a job of procs processors held on [s, s+d)
 // could start earlier, at some t in [lb, s): whether procs processors are
-// free on [t, min(t+d, s)) for such a t. Its own hold covers the rest of
-// [t, t+d), so with the profile nowhere below 0 this says whether earliest
-// after taking the job out (from lb <= s) returns anything but s.
-func (p *profile) fitsBefore(lb, s time.Duration, procs int, d time.Duration) bool {
+// free on [t, min(t+d, s)) for such a t, and returns the first such t. Its
+// own hold covers the rest of [t, t+d), so with the profile nowhere below 0
+// t is what earliest returns after taking the job out (from lb <= s), and
+// there is no t when earliest would return s.
+func (p *profile) fitBefore(lb, s time.Duration, procs int, d time.Duration) (time.Duration, bool) {
 	if lb >= s { // no instant in [lb, s)
-		return false
+		return 0, false
 	}
 	i := p.index(lb)
 	for i < len(p.steps) && p.steps[i].at < s {
@@ -202,11 +210,32 @@ func (p *profile) fitsBefore(lb, s time.Duration, procs int, d time.Duration) bo
 			j++
 		}
 		if j == len(p.steps) || p.steps[j].at >= end {
-			return true
+			return t, true
 		}
 		i = j + 1
 	}
-	return false
+	return 0, false
+}
+
+// move moves a hold of procs processors from [os, oe) to [ns, ne): the
+// profile of taking it out and putting it back, changed only where the two
+// places differ.
+func (p *profile) move(os, oe, ns, ne time.Duration, procs int) {
+	if ne <= os || oe <= ns { // apart
+		p.add(os, oe, procs)
+		p.add(ns, ne, -procs)
+		return
+	}
+	if ns < os {
+		p.add(ns, os, -procs)
+	} else {
+		p.add(os, ns, procs)
+	}
+	if ne < oe {
+		p.add(ne, oe, procs)
+	} else {
+		p.add(oe, ne, -procs)
+	}
 }
 
 // earliest returns the earliest instant s >= lb (lb >= origin) such that

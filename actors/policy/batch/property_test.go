@@ -3,6 +3,7 @@ package batch
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -304,30 +305,47 @@ func checkProperties(p Policy, now time.Duration, capacity int, running []Runnin
 	return nil
 }
 
-// fitsBefore says whether a held job could start before its hold: exactly
-// when earliest, on the profile with the hold taken out, finds a start
-// before it (lb at, before or after the hold's start).
+// fitBefore says whether a held job could start before its hold, and
+// where: exactly when earliest, on the profile with the hold taken out,
+// finds a start before it, and that start (lb at, before or after the
+// hold's start). move gives the profile of taking the hold out and putting
+// it back elsewhere, later or earlier, overlapping or apart.
 func TestFitsBeforeMatchesEarliest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	const capacity = 8
-	for run := range 2000 {
-		p := &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
-		for range rng.IntN(6) {
-			from, to := time.Duration(rng.IntN(20)), time.Duration(21+rng.IntN(10))
-			to = from + (to-from)%11 + 1
-			if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
-				p.add(from, to, -procs)
-			}
-		}
-		procs, d := 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
-		s := p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
-		p.add(s, s+d, -procs)
+	for run := range 4000 {
+		p, s, procs, d := randomHold(rng, capacity)
 		lb := time.Duration(rng.IntN(25))
-		got := p.fitsBefore(lb, s, procs, d)
-		p.add(s, s+d, procs)
-		want := lb < s && p.earliest(lb, procs, d) < s
-		if got != want {
-			t.Fatalf("run %d: fitsBefore(lb %v, s %v, procs %d, d %v) = %v, earliest from lb says %v; steps %v", run, lb, s, procs, d, got, want, p.steps)
+		got, ok := p.fitBefore(lb, s, procs, d)
+		out := &profile{capacity: capacity, steps: slices.Clone(p.steps)}
+		out.add(s, s+d, procs)
+		want := out.earliest(lb, procs, d)
+		if wantOK := lb < s && want < s; ok != wantOK || (ok && got != want) {
+			t.Fatalf("run %d: fitBefore(lb %v, s %v, procs %d, d %v) = %v, %v; earliest from lb %v; steps %v", run, lb, s, procs, d, got, ok, want, p.steps)
+		}
+		ns := time.Duration(rng.IntN(30))
+		out.add(ns, ns+d, -procs)
+		p.move(s, s+d, ns, ns+d, procs)
+		if !slices.Equal(p.steps, out.steps) {
+			t.Fatalf("run %d: move [%v, %v) to [%v, %v) of %d: %v, taken out and put back %v", run, s, s+d, ns, ns+d, procs, p.steps, out.steps)
 		}
 	}
+}
+
+// randomHold makes a profile of a few random holds that fit and books one
+// more of procs processors for d at s, the earliest start from a random
+// instant.
+func randomHold(rng *rand.Rand, capacity int) (p *profile, s time.Duration, procs int, d time.Duration) {
+	p = &profile{capacity: capacity, steps: []step{{at: 0, free: capacity}}}
+	for range rng.IntN(6) {
+		from, to := time.Duration(rng.IntN(20)), time.Duration(21+rng.IntN(10))
+		to = from + (to-from)%11 + 1
+		if procs := 1 + rng.IntN(capacity); p.minFree(from, to) >= procs {
+			p.add(from, to, -procs)
+		}
+	}
+	procs, d = 1+rng.IntN(capacity), time.Duration(1+rng.IntN(8))
+	s = p.earliest(time.Duration(rng.IntN(20)), procs, d) // a hold that fits
+	p.add(s, s+d, -procs)
+	return p, s, procs, d
 }

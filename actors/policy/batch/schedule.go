@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -100,10 +101,14 @@ func plan(backfill bool, now time.Duration, running []Running, queue []Queued, h
 		}
 	}
 	p := Plan{Reservations: res, prof: prof, next: next}
+	// First come, first served, no start is before the one ahead: those at
+	// now come first.
 	start := buf.start[:0]
-	for _, r := range res {
-		if r.Start == now {
+	for i := range res {
+		if r := &res[i]; r.Start == now {
 			start = append(start, r.ID)
+		} else if !backfill {
+			break
 		}
 	}
 	if len(start) > 0 { // nil when nothing starts
@@ -219,24 +224,62 @@ func compress(backfill bool, now time.Duration, capacity int, running []Running,
 			}
 		}
 	}
-	settled := settle(backfill, now, prof, held, res, placed)
+	settled := settle(backfill, now, prof, held, res, placed, unsettled)
 	return prof, settled && placed == nil
 }
+
+// unsettled is settle's changedTo when the reservations are not those of a
+// settled plan: every job is checked.
+const unsettled = time.Duration(math.MaxInt64)
 
 // settle runs compression passes over the held jobs booked on prof (all of
 // them when placed is nil, else those placed; the others get a reservation
 // in their turn) until no reservation moves, and reports whether that
 // happened with every promise kept.
-func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation, placed []bool) bool {
+//
+// First come, first served, one pass is enough unless it took a job out
+// from before its lower bound (the start of the job ahead; only an
+// inconsistent input holds such a reservation): a job's check reads the
+// profile from its lower bound to its start, and what the jobs behind it
+// do later in the pass then lies at or after its start, so a second pass
+// would find every job where the first left it.
+//
+// changedTo is unsettled, or says that the reservations are a settled
+// plan's (ScheduleFrom: each at the earliest start the others and its lower
+// bound allow) and that the profile has changed since only before
+// changedTo. First come, first served, a job whose lower bound is at or
+// after changedTo then stays where it is, and so does every job behind it:
+// what it could start on from its lower bound on is what it was in the
+// settled plan, and so is its lower bound (a job that moves ends earlier
+// than it did, and its old end joins changedTo). The pass stops there.
+func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res []Reservation, placed []bool, changedTo time.Duration) bool {
 	for pass := 0; pass <= len(held); pass++ {
 		moved, broken := false, false
+		once := !backfill // this pass is the last one (above)
 		lb := now
 		for i, q := range held {
+			if !backfill && lb >= changedTo {
+				break
+			}
 			s := res[i].Start
 			in := placed == nil || placed[i]
-			if !in || lb > s || prof.fitsBefore(lb, s, q.Procs, q.Walltime) {
+			if in && lb > s {
+				once = false
+			}
+			if in && lb <= s {
+				// Taking the job out and putting it back at the earliest
+				// start is moving its hold to the first start before it
+				// that fits, if any.
+				if t, ok := prof.fitBefore(lb, s, q.Procs, q.Walltime); ok {
+					changedTo = max(changedTo, res[i].End)
+					prof.move(s, res[i].End, t, t+q.Walltime, q.Procs)
+					s, moved = t, true
+					res[i].Start, res[i].End = s, s+q.Walltime
+				}
+			} else {
 				if in {
 					prof.add(res[i].Start, res[i].End, q.Procs)
+					changedTo = max(changedTo, res[i].End)
 				}
 				s = prof.earliest(lb, q.Procs, q.Walltime)
 				if !in || s != res[i].Start {
@@ -256,7 +299,7 @@ func settle(backfill bool, now time.Duration, prof *profile, held []Queued, res 
 				lb = s
 			}
 		}
-		if !moved {
+		if !moved || once {
 			return !broken
 		}
 	}
