@@ -11,6 +11,7 @@ import (
 
 	"github.com/koala-emu/koala-emu/internal/waittest"
 	"github.com/koala-emu/koala-emu/launch/wiring"
+	"github.com/koala-emu/koala-emu/results"
 	"github.com/koala-emu/koala-emu/scenarios"
 )
 
@@ -56,4 +57,13 @@ func runTestdata(t *testing.T, name string, timeout time.Duration) (*scenarios.P
 	plan := testdataPlan(t, name)
 	res, dir := runInTemp(t, plan, Options{}, timeout)
 	return plan, res, dir
+}
+
+// jobsByID are the records of res's jobs by their IDs.
+func jobsByID(res *Result) map[string]results.Job {
+	byID := make(map[string]results.Job, len(res.Jobs))
+	for _, j := range res.Jobs {
+		byID[j.ID] = j
+	}
+	return byID
 }

@@ -168,14 +168,7 @@ func (r *inprocRun) spawn(props *actor.Props, name string) error {
 // information service and every cluster with its nodes.
 func (r *inprocRun) spawnRoles(ctx context.Context, ready chan struct{}) error {
 	p := r.peers()
-	props, err := r.spec.Scheduler(r.env, p, r.stats)
-	if err != nil {
-		return err
-	}
-	if err := r.spawn(props, wiring.ActorScheduler); err != nil {
-		return err
-	}
-	if err := r.spawn(r.spec.KIS(r.env, p, ready), wiring.ActorKIS); err != nil {
+	if err := r.spec.SpawnCentral(r.env, p, r.stats, ready, r.spawn); err != nil {
 		return err
 	}
 	if err := r.spawnRescheduler(); err != nil {

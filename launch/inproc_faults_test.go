@@ -21,10 +21,7 @@ import (
 // resubmission counted.
 func TestInprocKillResubmits(t *testing.T) {
 	_, res, _ := runTestdata(t, "faults-kill.yaml", 2*time.Minute)
-	byID := map[string]results.Job{}
-	for _, j := range res.Jobs {
-		byID[j.ID] = j
-	}
+	byID := jobsByID(res)
 	j1, j2 := byID["j0001"], byID["j0002"]
 	if j1.App == "" || j2.App == "" {
 		t.Fatalf("jobs %+v", res.Jobs)
@@ -65,10 +62,7 @@ func TestInprocPartitionHeals(t *testing.T) {
 			t.Errorf("job %s: %s %q", j.ID, j.Status, j.Reason)
 		}
 	}
-	byID := map[string]results.Job{}
-	for _, j := range res.Jobs {
-		byID[j.ID] = j
-	}
+	byID := jobsByID(res)
 	if j := byID["j0001"]; j.Clusters != 2 || j.End < 220 {
 		t.Errorf("the job spanning the cut ran on %d clusters and ended at %.1f s, before the heal at 220 s", j.Clusters, j.End)
 	}

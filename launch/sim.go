@@ -181,14 +181,7 @@ func (s *simRun) spawnRoles(ready chan struct{}) error {
 	for _, c := range s.plan.Clusters {
 		p.Clusters[c.Name] = s.system.NewLocalPID(wiring.ClusterActor(c.Name))
 	}
-	props, err := s.spec.Scheduler(s.env, p, nil)
-	if err != nil {
-		return err
-	}
-	if err := s.spawn(props, wiring.ActorScheduler); err != nil {
-		return err
-	}
-	if err := s.spawn(s.spec.KIS(s.env, p, ready), wiring.ActorKIS); err != nil {
+	if err := s.spec.SpawnCentral(s.env, p, nil, ready, s.spawn); err != nil {
 		return err
 	}
 	for _, c := range s.spec.Clusters {

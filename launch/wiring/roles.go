@@ -69,6 +69,22 @@ func (s *Spec) KIS(env actors.Env, p Peers, ready chan<- struct{}) *actor.Props 
 		Scheduler: p.Scheduler, Rescheduler: p.Rescheduler, ProbePeriod: s.Policy.ProbePeriod, BandwidthBytes: s.ProbeBytes, Ready: ready, Env: env})
 }
 
+// SpawnCentral spawns the central roles of a run whose actors share one
+// actor system, through spawn: the scheduler (Scheduler: or the
+// malleability manager) and the information service (KIS), which closes
+// ready after its first probe round. The grid backends spawn each in the
+// host that holds it.
+func (s *Spec) SpawnCentral(env actors.Env, p Peers, stats *invariant.Stats, ready chan<- struct{}, spawn func(*actor.Props, string) error) error {
+	props, err := s.Scheduler(env, p, stats)
+	if err != nil {
+		return err
+	}
+	if err := spawn(props, ActorScheduler); err != nil {
+		return err
+	}
+	return spawn(s.KIS(env, p, ready), ActorKIS)
+}
+
 // ClusterManager builds the manager of cluster name over its nodes, with
 // the cluster's background load seeded from the scenario's seed and the
 // cluster's index (seed + index + 1), so every backend replays the same
