@@ -49,11 +49,13 @@ const (
 	// processor a node, so the planner's processors are nodes). Each
 	// process computes the job's runtime at the cluster's speed; the job
 	// ends when the last of its processes reports RankDone, and the
-	// manager stops them (AbortRank) at the walltime (nodes.go).
+	// manager stops them (AbortRank) at its walltime, anchored at its
+	// start in the plan with the emulation's own delays left out
+	// (nodes.go).
 	OnNodes
 )
 
-// String names the execution as the scenario and the docs do.
+// String names the execution in errors.
 func (e Execution) String() string {
 	if e == OnNodes {
 		return "on-nodes"
