@@ -14,9 +14,14 @@ import (
 // for concurrent use.
 type Hist struct {
 	counts []uint64
-	n      uint64
-	max    float64
-	early  uint64 // values < 0: arrived before the model's time
+	// wire holds the non-empty buckets of a histogram decoded from JSON
+	// (UnmarshalJSON) while nothing was added to it (counts is nil then):
+	// merging it adds just those, so that a job's hundreds of ranks with a
+	// computation each cost no whole histogram each (MergeEncoded).
+	wire  [][2]uint64
+	n     uint64
+	max   float64
+	early uint64 // values < 0: arrived before the model's time
 }
 
 const (
@@ -48,6 +53,7 @@ func upper(b int) float64 {
 // Add records one value. Negative values count as on time and are counted
 // apart (Early).
 func (h *Hist) Add(v float64) {
+	h.dense()
 	if h.counts == nil {
 		h.counts = make([]uint64, buckets)
 	}
@@ -80,7 +86,7 @@ func (h *Hist) Quantile(q float64) float64 {
 	rank := uint64(math.Ceil(q * float64(h.n)))
 	rank = max(rank, 1)
 	var seen uint64
-	for b, c := range h.counts {
+	for b, c := range h.bucketCounts() {
 		seen += c
 		if seen >= rank {
 			return math.Min(upper(b), h.max)
@@ -94,15 +100,40 @@ func (h *Hist) Merge(o *Hist) {
 	if o == nil || o.n == 0 {
 		return
 	}
+	h.dense()
 	if h.counts == nil {
 		h.counts = make([]uint64, buckets)
 	}
 	for b, c := range o.counts {
 		h.counts[b] += c
 	}
+	for _, bc := range o.wire {
+		h.counts[bc[0]] += bc[1]
+	}
 	h.n += o.n
 	h.early += o.early
 	h.max = math.Max(h.max, o.max)
+}
+
+// dense makes a decoded histogram's buckets whole, before it is added to.
+func (h *Hist) dense() {
+	if h.wire == nil {
+		return
+	}
+	h.counts = h.bucketCounts()
+	h.wire = nil
+}
+
+// bucketCounts returns the count of every bucket.
+func (h *Hist) bucketCounts() []uint64 {
+	if h.wire == nil {
+		return h.counts
+	}
+	c := make([]uint64, buckets)
+	for _, bc := range h.wire {
+		c[bc[0]] += bc[1]
+	}
+	return c
 }
 
 // histJSON is the compact wire form: the non-empty buckets only.
@@ -116,7 +147,7 @@ type histJSON struct {
 // MarshalJSON implements json.Marshaler.
 func (h Hist) MarshalJSON() ([]byte, error) {
 	j := histJSON{N: h.n, Max: h.max, Early: h.early}
-	for b, c := range h.counts {
+	for b, c := range h.bucketCounts() {
 		if c > 0 {
 			j.Buckets = append(j.Buckets, [2]uint64{uint64(b), c})
 		}
@@ -136,14 +167,13 @@ func (h *Hist) UnmarshalJSON(b []byte) error {
 		if bc[0] >= buckets {
 			return fmt.Errorf("fidelity: histogram bucket %d out of range", bc[0])
 		}
-		if h.counts == nil {
-			h.counts = make([]uint64, buckets)
-		}
-		h.counts[bc[0]] += bc[1]
 		sum += bc[1]
 	}
 	if sum != j.N {
 		return fmt.Errorf("fidelity: histogram counts %d values, says %d", sum, j.N)
+	}
+	if len(j.Buckets) > 0 {
+		h.wire = j.Buckets
 	}
 	return nil
 }

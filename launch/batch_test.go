@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,9 @@ func TestBatchGridRefusedWhereItCannotRun(t *testing.T) {
 }
 
 // A tiny trace on sim and on inproc: the same jobs complete or are killed
-// at their walltime on both.
+// at their walltime on both. On inproc every job ran as processes on node
+// actors, one computation a processor (the fidelity monitor counted them);
+// on sim nothing computed.
 func TestBatchGridInprocMatchesSim(t *testing.T) {
 	dir := t.TempDir()
 	trace := "; MaxProcs: 8\n" +
@@ -110,5 +113,25 @@ batch:
 	}
 	if a.Completed != b.Completed || a.Killed != b.Killed {
 		t.Errorf("sim: %d completed, %d killed; inproc: %d, %d", a.Completed, a.Killed, b.Completed, b.Killed)
+	}
+	if got := sim.Summary.Fidelity.Run.ComputeCalls; got != 0 {
+		t.Errorf("sim: %d computations, want none", got)
+	}
+	// A killed job's processes were cut in their computation, which is
+	// not counted.
+	want := int64(0)
+	for _, j := range inp.Jobs {
+		if j.Status != "completed" {
+			continue
+		}
+		_, procs, _ := strings.Cut(j.Components, ":")
+		n, err := strconv.Atoi(procs)
+		if err != nil {
+			t.Fatalf("job %s: components %q", j.ID, j.Components)
+		}
+		want += int64(n)
+	}
+	if got := inp.Summary.Fidelity.Run.ComputeCalls; want == 0 || got != want {
+		t.Errorf("inproc: %d computations, want %d (one a processor of every completed job)", got, want)
 	}
 }

@@ -13,11 +13,12 @@ import (
 
 // runBatch runs a batch grid (plan.Batch) in this process: the roles of
 // wiring.StartBatch on the scaled clock, every submission a wall timer at
-// its scenario time divided by the time scale. Jobs are compute-only: the
-// batch clusters hold their processors for the job's runtime.
+// its scenario time divided by the time scale. Every job runs as
+// compute-only processes on node actors of its cluster, one a processor
+// (abatch.OnNodes).
 func (r *inprocRun) runBatch(ctx context.Context) (wiring.Outcome, error) {
-	fmt.Fprintf(r.opts.Progress, "batch grid: %d clusters; replaying %d trace jobs (time scale %g)\n",
-		len(r.plan.Batch.Clusters), len(r.plan.Jobs), r.plan.TimeScale)
+	fmt.Fprintf(r.opts.Progress, "batch grid: %d clusters, %d node actors; replaying %d trace jobs (time scale %g)\n",
+		len(r.plan.Batch.Clusters), r.plan.TotalNodes(), len(r.plan.Jobs), r.plan.TimeScale)
 	r.clk.Restart()
 	var mu sync.Mutex
 	var timers []*time.Timer
@@ -41,7 +42,7 @@ func (r *inprocRun) runBatch(ctx context.Context) (wiring.Outcome, error) {
 		defer mu.Unlock()
 		timers = append(timers, time.AfterFunc(r.clk.ToWall(t-r.clk.Now()), f))
 	}
-	if err := wiring.StartBatch(r.env, r.plan, spawn, at); err != nil {
+	if err := wiring.StartBatch(r.env, r.plan, wiring.BatchHost{Spawn: spawn, At: at}); err != nil {
 		return wiring.Outcome{}, err
 	}
 	return r.results.Await(ctx, r.clk, r.opts, stop), nil

@@ -295,9 +295,9 @@ func (s *simRun) start(ready chan struct{}) error {
 			return err
 		}
 		close(ready)
-		return wiring.StartBatch(s.env, s.plan, func(p *actor.Props, name string) (*actor.PID, error) {
+		return wiring.StartBatch(s.env, s.plan, wiring.BatchHost{Spawn: func(p *actor.Props, name string) (*actor.PID, error) {
 			return s.system.Root.SpawnNamed(s.rt.Props(p), name)
-		}, func(at time.Duration, f func()) { s.clk.AfterFunc(at, f) })
+		}, At: func(at time.Duration, f func()) { s.clk.AfterFunc(at, f) }, Virtual: true})
 	}
 	if err := s.spawnRoles(ready); err != nil {
 		return err

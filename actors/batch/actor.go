@@ -10,6 +10,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors"
 	"github.com/koala-emu/koala-emu/actors/msg"
 	policy "github.com/koala-emu/koala-emu/actors/policy/batch"
+	"github.com/koala-emu/koala-emu/fidelity"
 )
 
 // Config builds a batch cluster manager.
@@ -20,7 +21,53 @@ type Config struct {
 	Capacity int
 	// Policy plans the queue (policy.New("fcfs") or "cbf").
 	Policy policy.Policy
-	Env    actors.Env
+	// Execution is how a job that starts runs: on the manager's timers
+	// (OnTimers, the zero value) or as processes on Nodes (OnNodes).
+	Execution Execution
+	// Nodes are the cluster's node actors (actors/node) under OnNodes: one
+	// of one processor per processor of the cluster, Capacity of them.
+	Nodes []Node
+	// TimeScale is the time scale the processes run at under OnNodes
+	// (apps.Params.TimeScale; <= 0 means 1).
+	TimeScale float64
+	Env       actors.Env
+}
+
+// Execution is how a batch cluster manager runs the jobs its plan starts.
+// The plan is the same either way: the planner counts a job's processors
+// busy from its start to its end or its walltime, whichever comes first.
+type Execution int
+
+const (
+	// OnTimers: a job is compute-only inside the manager, which holds its
+	// processors for the job's runtime on a timer of its clock and kills
+	// it at its walltime if the runtime is longer; nothing runs. The sim
+	// backend's: a virtual clock runs nothing real.
+	OnTimers Execution = iota
+	// OnNodes: a job of P processors runs as P compute-only processes
+	// (apps.Compute), one on each of P node actors of the cluster (one
+	// processor a node, so the planner's processors are nodes). Each
+	// process computes the job's runtime at the cluster's speed; the job
+	// ends when the last of its processes reports RankDone, and the
+	// manager stops them (AbortRank) at its walltime, anchored at its
+	// start in the plan with the emulation's own delays left out
+	// (nodes.go).
+	OnNodes
+)
+
+// String names the execution in errors.
+func (e Execution) String() string {
+	if e == OnNodes {
+		return "on-nodes"
+	}
+	return "on-timers"
+}
+
+// Node is one node actor of a batch cluster: its name (RankReady and
+// RankDone name it) and its PID.
+type Node struct {
+	Name string
+	PID  *actor.PID
 }
 
 // StateRequest asks a manager for its state: it sends a *msg.BatchState,
@@ -36,6 +83,7 @@ type running struct {
 	start time.Duration
 	stop  func()
 	pub   *msg.BatchRunning // its entry in the states sent (state)
+	procs *processes        // OnNodes: the job's processes
 }
 
 type waiting struct {
@@ -44,7 +92,7 @@ type waiting struct {
 }
 
 // jobDone is the manager's own timer: a running job reached the end of its
-// runtime (killed false) or its walltime (killed true).
+// runtime (killed false) or the plan's walltime (killed true).
 type jobDone struct {
 	id     string
 	killed bool
@@ -67,13 +115,18 @@ type manager struct {
 	qin   []policy.Queued
 	plan  policy.Plan // the last plan, the next one's start
 	spare policy.Plan // the plan before it, the next one's memory
+	pool  *pool       // OnNodes: the node actors and whose process each runs
 }
 
 // Props returns the props of a batch cluster manager. The configuration is
 // checked by New; Props panics on none of it.
 func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{cfg: cfg, running: map[string]*running{}, known: map[string]bool{}}
+		m := &manager{cfg: cfg, running: map[string]*running{}, known: map[string]bool{}}
+		if cfg.Execution == OnNodes {
+			m.pool = newPool(cfg.Nodes)
+		}
+		return m
 	})
 }
 
@@ -86,6 +139,21 @@ func (c Config) Check() error {
 		return fmt.Errorf("batch cluster %s: capacity %d is less than 1", c.Name, c.Capacity)
 	case c.Policy == nil:
 		return fmt.Errorf("batch cluster %s: no policy", c.Name)
+	case c.Execution != OnTimers && c.Execution != OnNodes:
+		return fmt.Errorf("batch cluster %s: execution %d is neither %v nor %v", c.Name, c.Execution, OnTimers, OnNodes)
+	case c.Execution == OnNodes && len(c.Nodes) != c.Capacity:
+		return fmt.Errorf("batch cluster %s: nodes: %d node actors for %d processors (%v runs one process a processor)",
+			c.Name, len(c.Nodes), c.Capacity, OnNodes)
+	}
+	names := map[string]bool{}
+	for i, n := range c.Nodes {
+		switch {
+		case n.Name == "" || n.PID == nil:
+			return fmt.Errorf("batch cluster %s: nodes[%d]: no name or no PID", c.Name, i)
+		case names[n.Name]:
+			return fmt.Errorf("batch cluster %s: nodes[%d]: name %s given twice", c.Name, i, n.Name)
+		}
+		names[n.Name] = true
 	}
 	return nil
 }
@@ -98,12 +166,25 @@ func (m *manager) Receive(ctx actor.Context) {
 		for _, r := range m.running {
 			r.stop()
 		}
+		if m.pool != nil {
+			m.pool.stopTimers()
+		}
 	case *msg.BatchSubmit:
 		m.submit(x.GetJob())
 	case *msg.BatchCancel:
 		m.cancel(ctx, x)
 	case *jobDone:
 		m.done(x)
+	case *msg.RankReady:
+		m.ready(x)
+	case *msg.RankConnected:
+		m.connected(x)
+	case *msg.RankDone:
+		m.processDone(x)
+	case *deadline:
+		m.deadline(x)
+	case *unlaunched:
+		m.ended(x.r)
 	case StateRequest:
 		if x.ReplyTo != nil {
 			ctx.Send(x.ReplyTo, m.state())
@@ -206,19 +287,46 @@ func (m *manager) cancel(ctx actor.Context, c *msg.BatchCancel) {
 	}
 }
 
+// done is a job's timer: the end of its runtime (OnTimers) or its walltime.
 func (m *manager) done(d *jobDone) {
 	r, ok := m.running[d.id]
 	if !ok {
 		return
 	}
-	m.finish(d.id, r, d.killed)
+	if d.killed {
+		m.walltime(r)
+	} else {
+		m.finish(r, ending{})
+	}
 	m.replan()
 }
 
-// finish takes job id off the running set and reports its end.
-func (m *manager) finish(id string, r *running, killed bool) {
+// walltime is the plan's walltime of a running job (policy.KillTime of its
+// start): the plan counts its processors free from now. OnTimers the job
+// is killed now; OnNodes its processes keep the walltime counted from
+// their own start (nodes.go), and it ends when they have reported.
+func (m *manager) walltime(r *running) {
+	if m.pool == nil {
+		m.finish(r, ending{killed: true})
+		return
+	}
+	m.release(r)
+}
+
+// finish takes a job off the running set and reports its end.
+func (m *manager) finish(r *running, how ending) {
+	m.release(r)
+	m.end(r, how)
+}
+
+// release takes a job off the running set, if it is still on it: the plan
+// counts its processors free from now.
+func (m *manager) release(r *running) {
+	if m.running[r.job.GetId()] != r {
+		return
+	}
 	r.stop()
-	delete(m.running, id)
+	delete(m.running, r.job.GetId())
 	m.busy -= int(r.job.GetProcs())
 	for i, o := range m.order {
 		if o == r {
@@ -227,17 +335,44 @@ func (m *manager) finish(id string, r *running, killed bool) {
 			break
 		}
 	}
+}
+
+// ending is how a job ended: completed (the zero value), killed at its
+// walltime, or failed (a process reported an error).
+type ending struct {
+	killed  bool
+	note    string // why a job was killed, beyond its walltime
+	failure string
+	// fidelity is the job's processes' fidelity figures merged (OnNodes).
+	fidelity string
+}
+
+// end reports a job's end.
+func (m *manager) end(r *running, how ending) {
 	kind := msg.EventBatchEnd
-	if killed {
+	if how.killed {
 		kind = msg.EventBatchKill
 	}
 	ev := m.event(kind, r.job)
 	ev.Values["run_s"] = (m.now() - r.start).Seconds()
 	m.cfg.Env.Emit(ev)
-	end := m.cfg.Env.Event(msg.EventEnd, m.cfg.Name, id)
-	end.Fields = completedFields
-	if killed {
+	end := m.cfg.Env.Event(msg.EventEnd, m.cfg.Name, r.job.GetId())
+	switch {
+	case how.killed:
 		end.Fields = killedFields
+	case how.failure != "":
+		end.Fields = map[string]string{"status": "failed", "cause": msg.FailureCause_FAILURE_RANK.Name(), "reason": how.failure}
+	default:
+		end.Fields = completedFields
+	}
+	if how.note != "" || how.fidelity != "" {
+		end.Fields = maps.Clone(end.Fields) // the shared maps are read only
+		if how.note != "" {
+			end.Fields["reason"] += ": " + how.note
+		}
+		if how.fidelity != "" {
+			end.Fields[fidelity.EventField] = how.fidelity
+		}
 	}
 	m.cfg.Env.Emit(end)
 }

@@ -18,11 +18,18 @@ const s = time.Second
 
 func cluster(t *testing.T, w *virtualtest.World, pol string, capacity int) *actor.PID {
 	t.Helper()
+	return clusterWith(t, w, pol, capacity, func(*batch.Config) {})
+}
+
+// clusterWith spawns batch cluster c0, its configuration changed by set.
+func clusterWith(t *testing.T, w *virtualtest.World, pol string, capacity int, set func(*batch.Config)) *actor.PID {
+	t.Helper()
 	p, err := policy.New(pol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := batch.Config{Name: "c0", Capacity: capacity, Policy: p, Env: w.Env}
+	set(&cfg)
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +48,48 @@ func at(w *virtualtest.World, kind, id string) time.Duration {
 		}
 	}
 	return -1
+}
+
+// endedOnce checks that n jobs had one event of the kinds each.
+func endedOnce(t *testing.T, w *virtualtest.World, n int, kinds ...string) {
+	t.Helper()
+	ends := map[string]int{}
+	for _, ev := range w.Events(kinds...) {
+		ends[ev.JobId]++
+	}
+	if len(ends) != n {
+		t.Errorf("%d jobs ended, want %d", len(ends), n)
+	}
+	for id, k := range ends {
+		if k != 1 {
+			t.Errorf("job %s ended %d times", id, k)
+		}
+	}
+}
+
+// neverOver checks that the jobs between their event start and one of
+// ends never held more processors than capacity (a job's processors are
+// those it was queued with; an end without a start holds none).
+func neverOver(t *testing.T, w *virtualtest.World, capacity int, start string, ends ...string) {
+	t.Helper()
+	procs := map[string]int{}
+	for _, ev := range w.Events(msg.EventBatchQueued) {
+		procs[ev.JobId] = int(ev.Values["procs"])
+	}
+	busy, held := 0, map[string]bool{}
+	for _, ev := range w.Events(append(ends, start)...) {
+		switch {
+		case ev.Kind == start:
+			busy += procs[ev.JobId]
+			held[ev.JobId] = true
+		case held[ev.JobId]:
+			busy -= procs[ev.JobId]
+			held[ev.JobId] = false
+		}
+		if busy > capacity {
+			t.Fatalf("at %vs: %s to %v hold %d processors of %d", ev.TS, start, ends, busy, capacity)
+		}
+	}
 }
 
 func noViolations(t *testing.T, w *virtualtest.World) {
@@ -192,29 +241,8 @@ func TestRandomWorkloadsBalance(t *testing.T) {
 				}
 				w.Run(0)
 				noViolations(t, w)
-				ends := map[string]int{}
-				for _, ev := range w.Events(msg.EventBatchEnd, msg.EventBatchKill) {
-					ends[ev.JobId]++
-				}
-				if len(ends) != n {
-					t.Errorf("%d jobs ended, want %d", len(ends), n)
-				}
-				for id, k := range ends {
-					if k != 1 {
-						t.Errorf("job %s ended %d times", id, k)
-					}
-				}
-				busy := 0
-				for _, ev := range w.Events(msg.EventBatchStart, msg.EventBatchEnd, msg.EventBatchKill) {
-					if ev.Kind == msg.EventBatchStart {
-						busy += int(ev.Values["procs"])
-					} else {
-						busy -= int(ev.Values["procs"])
-					}
-					if busy > capacity {
-						t.Fatalf("at %vs: %d processors busy on %d", ev.TS, busy, capacity)
-					}
-				}
+				endedOnce(t, w, n, msg.EventBatchEnd, msg.EventBatchKill)
+				neverOver(t, w, capacity, msg.EventBatchStart, msg.EventBatchEnd, msg.EventBatchKill)
 			})
 		}
 	}

@@ -3,8 +3,12 @@
 // by a pure policy of actors/policy/batch (FCFS or CBF). It queues the jobs
 // submitted to it (msg.BatchSubmit: from its server, or straight from local
 // users on a non-dedicated platform), starts a queued job when its
-// reservation comes, runs it as a compute-only job for its runtime, and kills
-// it at its walltime if it is still running then. A waiting job can be
+// reservation comes, runs it for its runtime, and kills it at its walltime
+// if it is still running then. How a job runs is the Config's Execution:
+// OnNodes, as compute-only processes on the cluster's node actors (one of
+// one processor per processor), which report its end (nodes.go); or
+// OnTimers, compute-only inside the manager, which holds its processors
+// for its runtime on a timer (the sim backend). A waiting job can be
 // cancelled (msg.BatchCancel), several at once. It sends its state
 // (msg.BatchState) to whoever asks (StateRequest): its server, to estimate
 // completion times on it or to hand it to the agent. A state is made only

@@ -24,7 +24,7 @@ func (m *manager) replan() {
 		}
 	}
 	for _, r := range kill {
-		m.finish(r.job.GetId(), r, true)
+		m.walltime(r)
 	}
 	plan, err := policy.ScheduleFrom(m.cfg.Policy, m.plan, m.spare, now, m.cfg.Capacity, m.rin, m.qin)
 	if err != nil {
@@ -61,13 +61,18 @@ func (m *manager) replan() {
 }
 
 // start runs a queued job for its runtime, or until its walltime if the
-// runtime is longer.
+// runtime is longer: OnTimers a timer of the manager ends it; OnNodes its
+// processes start (launch), and a timer at its walltime ends its hold on
+// the plan's processors.
 func (m *manager) start(w *waiting, reserved time.Duration) {
 	j := w.job
 	now := m.now()
 	wall, run := time.Duration(j.GetWalltimeNs()), time.Duration(j.GetRuntimeNs())
 	d, killed := run, false
-	if run >= wall {
+	switch {
+	case m.pool != nil: // the processes end the job; the timer ends the plan's hold
+		d, killed = wall, true
+	case run >= wall:
 		d, killed = wall, run > wall
 	}
 	r := &running{job: j, start: now}
@@ -85,6 +90,10 @@ func (m *manager) start(w *waiting, reserved time.Duration) {
 	placed.Fields = m.components(j.GetProcs())
 	placed.Values = placedValues
 	m.cfg.Env.Emit(placed)
+	if m.pool != nil {
+		m.launch(r) // the job starts when its processes run
+		return
+	}
 	m.cfg.Env.Emit(m.cfg.Env.Event(msg.EventStart, m.cfg.Name, j.GetId()))
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/koala-emu/koala-emu/actors"
 	abatch "github.com/koala-emu/koala-emu/actors/batch"
 	"github.com/koala-emu/koala-emu/actors/msg"
+	"github.com/koala-emu/koala-emu/actors/node"
 	"github.com/koala-emu/koala-emu/actors/policy/batch"
 	rp "github.com/koala-emu/koala-emu/actors/policy/realloc"
 	"github.com/koala-emu/koala-emu/actors/realloc"
@@ -32,13 +33,42 @@ type BatchSpawn func(props *actor.Props, name string) (*actor.PID, error)
 // the virtual clock, or a scaled timer).
 type BatchAt func(at time.Duration, f func())
 
+// BatchHost is what a backend tells StartBatch: where the grid's actors
+// live (Spawn), how it keeps time (At), and whether that time is a
+// virtual clock's.
+type BatchHost struct {
+	Spawn BatchSpawn
+	At    BatchAt
+	// Virtual says the backend's clock is virtual (sim): it jumps from
+	// event to event, and nothing real runs on it.
+	Virtual bool
+}
+
+// Execution is how the host's batch clusters run their jobs, chosen here
+// for every backend: as compute-only processes on node actors of their
+// cluster (abatch.OnNodes, one node of one processor per processor),
+// except on a virtual clock, where each manager holds a job's processors
+// for its runtime on a timer of that clock (abatch.OnTimers). On a
+// virtual clock a process cannot compute (Comm.Compute waits on the wall
+// clock), a simulated node would only predict the runtime the manager
+// already knows, and the processes' messages (four a process; about
+// 600,000 processes in a month of the three traces) would only slow the
+// simulation down and change nothing in its results.
+func (h BatchHost) Execution() abatch.Execution {
+	if h.Virtual {
+		return abatch.OnTimers
+	}
+	return abatch.OnNodes
+}
+
 // StartBatch is the one place a batch grid (plan.Batch, SPEC §5) is built,
-// on every backend that runs one: a batch cluster manager and a server per
-// cluster, the agent, and every trace job's submission at its time (a local
-// job straight to the cluster its trace feeds, the others to the agent,
-// each with the moldable type drawn from the seed and the job's ID). The
-// recorder must already run under env.Recorder.
-func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at BatchAt) error {
+// on every backend that runs one: per cluster, its node actors (under
+// abatch.OnNodes, BatchHost.Execution), its batch cluster manager and its
+// server; the agent; and every trace job's submission at its time (a
+// local job straight to the cluster its trace feeds, the others to the
+// agent, each with the moldable type drawn from the seed and the job's
+// ID). The recorder must already run under env.Recorder.
+func StartBatch(env actors.Env, plan *scenarios.Plan, host BatchHost) error {
 	b := plan.Batch
 	if b == nil {
 		return fmt.Errorf("batch grid: the plan has none")
@@ -52,14 +82,10 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 	var servers []*actor.PID
 	for i, c := range b.Clusters {
 		clusters[i] = realloc.Cluster{Name: c.Name, Capacity: c.Processors, Speed: c.Speed}
-		cfg := abatch.Config{Name: c.Name, Capacity: c.Processors, Policy: pol, Env: env}
-		if err := cfg.Check(); err != nil {
+		if batches[c.Name], err = spawnBatchCluster(env, plan, host, pol, c); err != nil {
 			return err
 		}
-		if batches[c.Name], err = spawn(abatch.Props(cfg), BatchActor(c.Name)); err != nil {
-			return fmt.Errorf("spawn %s: %w", BatchActor(c.Name), err)
-		}
-		s, err := spawn(realloc.ServerProps(realloc.ServerConfig{Cluster: clusters[i], Policy: pol, Batch: batches[c.Name], Env: env}), ServerActor(c.Name))
+		s, err := host.Spawn(realloc.ServerProps(realloc.ServerConfig{Cluster: clusters[i], Policy: pol, Batch: batches[c.Name], Env: env}), ServerActor(c.Name))
 		if err != nil {
 			return fmt.Errorf("spawn %s: %w", ServerActor(c.Name), err)
 		}
@@ -70,7 +96,7 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 	if err != nil {
 		return fmt.Errorf("batch.realloc: %w", err)
 	}
-	agent, err := spawn(props, ActorAgent)
+	agent, err := host.Spawn(props, ActorAgent)
 	if err != nil {
 		return fmt.Errorf("spawn %s: %w", ActorAgent, err)
 	}
@@ -85,7 +111,7 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 			fields[k] = submitFields(j)
 		}
 		f := fields[k]
-		at(j.Submit, func() {
+		host.At(j.Submit, func() {
 			ev := env.Event(msg.EventSubmit, "launcher", j.ID)
 			ev.Fields, ev.Values = f, map[string]float64{"size": float64(j.Procs)}
 			env.Emit(ev)
@@ -93,6 +119,34 @@ func StartBatch(env actors.Env, plan *scenarios.Plan, spawn BatchSpawn, at Batch
 		})
 	}
 	return nil
+}
+
+// spawnBatchCluster spawns a batch cluster's node actors (under
+// abatch.OnNodes: one of one processor per processor, named as every
+// backend names nodes, computing at the cluster's speed; they send
+// nothing, so they have no links) and its manager, and returns the
+// manager.
+func spawnBatchCluster(env actors.Env, plan *scenarios.Plan, host BatchHost, pol batch.Policy, c scenarios.BatchCluster) (*actor.PID, error) {
+	cfg := abatch.Config{Name: c.Name, Capacity: c.Processors, Policy: pol, Execution: host.Execution(), TimeScale: plan.TimeScale, Env: env}
+	if cfg.Execution == abatch.OnNodes {
+		for i := range c.Processors {
+			name := NodeName(c.Name, i)
+			pid, err := host.Spawn(node.Props(node.Config{Name: name, Cluster: c.Name, Speed: c.Speed, Processors: 1,
+				Dilation: plan.Dilation, Env: env}), NodeActor(name))
+			if err != nil {
+				return nil, fmt.Errorf("spawn %s: %w", NodeActor(name), err)
+			}
+			cfg.Nodes = append(cfg.Nodes, abatch.Node{Name: name, PID: pid})
+		}
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	pid, err := host.Spawn(abatch.Props(cfg), BatchActor(c.Name))
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", BatchActor(c.Name), err)
+	}
+	return pid, nil
 }
 
 // submitKey is what a trace job's submit event's fields depend on: they

@@ -156,7 +156,9 @@ func TrafficOf(app App, nodes int, args map[string]float64) (Traffic, error) {
 	return Traffic{}, nil
 }
 
-// Names lists the registered applications.
+// Names lists the registered applications, those a workload may name.
+// Lookup also finds Compute (ComputeName), the process of a batch grid's
+// trace job, which no workload names.
 func Names() []string {
 	return []string{"allgather", "ccr", "ft", "nbody", "poisson", "prime", "qr", "wave"}
 }
@@ -194,6 +196,8 @@ func Lookup(name string) (App, error) {
 		return NBody{}, nil
 	case "qr":
 		return QR{}, nil
+	case ComputeName:
+		return Compute{}, nil
 	}
 	return nil, unknownApp(name)
 }

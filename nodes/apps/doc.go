@@ -8,8 +8,10 @@
 // results are computed for real on a scaled-down problem (so they can be
 // checked), and the bulk of its computation is emulated with Comm.Compute,
 // calibrated so that a single-cluster run takes the application's Nominal
-// time. Registry: Names and Lookup (explicit, no init). RunLocal runs a job
-// in one process for tests, calibration and the in-process backend.
+// time. Registry: Names and Lookup (explicit, no init). Lookup also finds
+// Compute (compute.go), the compute-only process of a batch grid's trace
+// job, which no workload names. RunLocal runs a job in one process for
+// tests, calibration and the in-process backend.
 //
 // The problems as the papers state them. Each application's computation and
 // its messages describe the same problem: wave's string, poisson's grid,
