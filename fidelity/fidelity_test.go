@@ -150,6 +150,64 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// A link that delivers faster than its latency and rate is caught as one
+// that delivers slower is: frames arriving half their target early, 5 % of
+// them, make the run degraded with an "early" reason, and the worst link
+// is that pair; a handful of slightly early frames (a delay line's release
+// within its coalescing window) do not.
+func TestEarlyFramesCaught(t *testing.T) {
+	mk := func(early int, by int64) Stats {
+		p := NewProbe()
+		for i := 0; i < 2000; i++ {
+			p.Frame("a>b", 0, 1000, 1010, false) // 1 % late
+		}
+		for i := 0; i < early; i++ {
+			p.Frame("a>c", 0, 1000, 1000-by, i%2 == 0)
+		}
+		return p.Snapshot()
+	}
+	fast := mk(105, 500)
+	f := Judge(&fast, DefaultThresholds())
+	if f.Verdict != Degraded || !strings.Contains(strings.Join(f.Reasons, ";"), "early") {
+		t.Fatalf("early link judged %s: %v", f.Verdict, f.Reasons)
+	}
+	if f.Early.N != 105 || f.Early.P99 < 0.45 || f.Early.P50 != 0 {
+		t.Fatalf("early figures %+v: want 105 early, p99 about 50 %%, p50 0", f.Early)
+	}
+	rep := NewReport(map[string]*Stats{"j1": &fast}, nil, DefaultThresholds())
+	if rep.WorstLinks[0].Pair != "a>c" || rep.WorstLinks[0].Early.P99 < 0.45 {
+		t.Fatalf("worst links %+v", rep.WorstLinks)
+	}
+	nearly := mk(105, 20) // 2 % early
+	if f := Judge(&nearly, DefaultThresholds()); f.Verdict != Faithful {
+		t.Fatalf("frames 2 %% early judged %s: %v", f.Verdict, f.Reasons)
+	}
+	few := mk(5, 500) // five frames: a tail the judged quantile leaves above it
+	if f := Judge(&few, DefaultThresholds()); f.Verdict != Faithful {
+		t.Fatalf("five early frames judged %s: %v", f.Verdict, f.Reasons)
+	}
+}
+
+// QuantileAmong reads a histogram of the largest values among more that
+// were not recorded (zeros).
+func TestQuantileAmong(t *testing.T) {
+	var h Hist
+	for i := 1; i <= 10; i++ {
+		h.Add(float64(i) / 10)
+	}
+	for _, c := range []struct {
+		q     float64
+		total uint64
+		want  float64
+	}{
+		{0.5, 100, 0}, {0.9, 100, 0}, {0.95, 100, 0.5}, {1, 100, 1}, {0.5, 10, 0.5}, {0.5, 5, 0.5},
+	} {
+		if got := h.QuantileAmong(c.q, c.total); math.Abs(got-c.want) > 0.02*c.want+1e-12 {
+			t.Errorf("q %g among %d: %g, want %g", c.q, c.total, got, c.want)
+		}
+	}
+}
+
 // A job of few frames is judged on its tenth-worst, not on its worst: one
 // stall does not make it degraded, ten late frames do; a run of thousands
 // of frames is judged on its p99.

@@ -95,6 +95,19 @@ func (h *Hist) Quantile(q float64) float64 {
 	return h.max
 }
 
+// QuantileAmong is Quantile among total values of which h holds the
+// largest (the others, not recorded, are 0): how the earliness of a link's
+// frames, recorded for the early ones only, is read over all its frames.
+func (h *Hist) QuantileAmong(q float64, total uint64) float64 {
+	total = max(total, h.n)
+	zeros := total - h.n
+	rank := max(uint64(math.Ceil(q*float64(total))), 1)
+	if rank <= zeros {
+		return 0
+	}
+	return h.Quantile(float64(rank-zeros) / float64(h.n))
+}
+
 // Merge adds o's values to h.
 func (h *Hist) Merge(o *Hist) {
 	if o == nil || o.n == 0 {

@@ -45,6 +45,11 @@ type LinkStats struct {
 	// the same ratio, which a link that delivers less than its rate drives
 	// up. It is the delivered-rate check.
 	Backlog Hist `json:"backlog"`
+	// Early: the frames, idle or backlogged, that arrived before the
+	// model's time, by how much: (due - arrival) / target. A shaper that
+	// lets a message through faster than the link's latency and rate (a
+	// token bucket deeper than the model's) drives it up.
+	Early Hist `json:"early"`
 	// TargetNs is the sum of the frames' target delays, WorstNs the largest
 	// lateness in nanoseconds.
 	Frames  int64         `json:"frames"`
@@ -99,6 +104,9 @@ func (p *Probe) Frame(pair string, sent, due, arrived int64, backlogged bool) {
 	if time.Duration(late) > l.WorstNs {
 		l.WorstNs = time.Duration(late)
 	}
+	if ratio < 0 {
+		l.Early.Add(-ratio)
+	}
 	if backlogged {
 		l.Backlog.Add(ratio)
 	} else {
@@ -143,6 +151,7 @@ func (s *Stats) Merge(o *Stats) {
 		l.WorstNs = max(l.WorstNs, ol.WorstNs)
 		l.Late.Merge(&ol.Late)
 		l.Backlog.Merge(&ol.Backlog)
+		l.Early.Merge(&ol.Early)
 	}
 }
 
@@ -160,6 +169,16 @@ func (s *Stats) LinkLate() *Hist {
 	var h Hist
 	for _, l := range s.Links {
 		h.Merge(&l.Late)
+	}
+	return &h
+}
+
+// LinkEarly merges every pair's earliness (of the early frames only; the
+// frames of LinkLate and BacklogLate are all of them).
+func (s *Stats) LinkEarly() *Hist {
+	var h Hist
+	for _, l := range s.Links {
+		h.Merge(&l.Early)
 	}
 	return &h
 }

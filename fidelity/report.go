@@ -24,6 +24,9 @@ type Thresholds struct {
 	// RateP99: a frame that queued behind others may arrive at most this
 	// share of its target late (p99): the delivered rate. Default 5 %.
 	RateP99 float64 `json:"rate_p99"`
+	// LinkP99 also bounds how early a frame may arrive (p99 over every
+	// frame): a link faster than its latency and rate is no more the
+	// grid's than a slower one.
 }
 
 // DefaultThresholds are the verdict's limits.
@@ -33,14 +36,17 @@ func DefaultThresholds() Thresholds {
 
 // Figures are one job's (or the run's) fidelity figures.
 type Figures struct {
-	ComputeCalls int64    `json:"compute_calls"`
-	Stretch      float64  `json:"stretch"`
-	CompensatedS float64  `json:"compensated_s"`
-	Compute      Summary  `json:"compute_late"`
-	Link         Summary  `json:"link_late"`
-	Backlog      Summary  `json:"backlog_late"`
-	Verdict      string   `json:"verdict"`
-	Reasons      []string `json:"reasons,omitempty"`
+	ComputeCalls int64   `json:"compute_calls"`
+	Stretch      float64 `json:"stretch"`
+	CompensatedS float64 `json:"compensated_s"`
+	Compute      Summary `json:"compute_late"`
+	Link         Summary `json:"link_late"`
+	Backlog      Summary `json:"backlog_late"`
+	// Early is the earliness of every frame (N counts the early ones; the
+	// quantiles are over all frames, the others on time).
+	Early   Summary  `json:"link_early"`
+	Verdict string   `json:"verdict"`
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // JudgedTail is how many of the worst values a judged quantile leaves
@@ -73,27 +79,30 @@ func Judge(s *Stats, th Thresholds) Figures {
 		Link:         s.LinkLate().Summary(),
 		Backlog:      s.BacklogLate().Summary(),
 	}
+	early := s.LinkEarly()
+	frames := f.Link.N + f.Backlog.N
+	f.Early = Summary{N: early.Count(), P50: early.QuantileAmong(0.5, frames), P99: early.QuantileAmong(0.99, frames), Max: early.Max()}
 	if f.Compute.N == 0 && f.Link.N == 0 && f.Backlog.N == 0 {
 		f.Verdict = Unmeasured
 		return f
 	}
-	check := func(what string, h *Hist, limit float64) {
-		n := h.Count()
+	check := func(what string, h *Hist, n uint64, limit float64, how string) {
 		if n == 0 {
 			return
 		}
 		q := JudgedQuantile(n)
-		if v := h.Quantile(q); v > limit {
+		if v := h.QuantileAmong(q, n); v > limit {
 			at := "p99"
 			if q < 0.99 {
 				at = fmt.Sprintf("p%.3g (%d of %d above it)", 100*q, n-uint64(math.Ceil(q*float64(n))), n)
 			}
-			f.Reasons = append(f.Reasons, fmt.Sprintf("%s %s %.1f%% late > %.0f%%", what, at, 100*v, 100*limit))
+			f.Reasons = append(f.Reasons, fmt.Sprintf("%s %s %.1f%% %s > %.0f%%", what, at, 100*v, how, 100*limit))
 		}
 	}
-	check("compute", &s.ComputeLate, th.ComputeP99)
-	check("link delay", s.LinkLate(), th.LinkP99)
-	check("backlogged link rate", s.BacklogLate(), th.RateP99)
+	check("compute", &s.ComputeLate, f.Compute.N, th.ComputeP99, "late")
+	check("link delay", s.LinkLate(), f.Link.N, th.LinkP99, "late")
+	check("backlogged link rate", s.BacklogLate(), f.Backlog.N, th.RateP99, "late")
+	check("link delay", early, frames, th.LinkP99, "early")
 	f.Verdict = Faithful
 	if len(f.Reasons) > 0 {
 		f.Verdict = Degraded
@@ -107,6 +116,7 @@ type PairFigures struct {
 	Frames  int64   `json:"frames"`
 	Late    Summary `json:"late"`
 	Backlog Summary `json:"backlog"`
+	Early   Summary `json:"early"`
 	WorstMs float64 `json:"worst_ms"`
 }
 
@@ -163,11 +173,14 @@ func NewReport(jobs map[string]*Stats, host *Host, th Thresholds) Report {
 	r.WorstJobs = judged[:min(5, len(judged))]
 	for _, k := range sortedKeys(all.Links) {
 		l := all.Links[k]
+		n := l.Late.Count() + l.Backlog.Count()
 		r.WorstLinks = append(r.WorstLinks, PairFigures{Pair: k, Frames: l.Frames, Late: l.Late.Summary(),
-			Backlog: l.Backlog.Summary(), WorstMs: float64(l.WorstNs) / 1e6})
+			Backlog: l.Backlog.Summary(), WorstMs: float64(l.WorstNs) / 1e6,
+			Early: Summary{N: l.Early.Count(), P50: l.Early.QuantileAmong(0.5, n), P99: l.Early.QuantileAmong(0.99, n), Max: l.Early.Max()}})
 	}
 	sort.SliceStable(r.WorstLinks, func(i, j int) bool {
-		return max(r.WorstLinks[i].Late.P99, r.WorstLinks[i].Backlog.P99) > max(r.WorstLinks[j].Late.P99, r.WorstLinks[j].Backlog.P99)
+		a, b := r.WorstLinks[i], r.WorstLinks[j]
+		return max(a.Late.P99, a.Backlog.P99, a.Early.P99) > max(b.Late.P99, b.Backlog.P99, b.Early.P99)
 	})
 	r.WorstLinks = r.WorstLinks[:min(5, len(r.WorstLinks))]
 	return r
@@ -175,5 +188,5 @@ func NewReport(jobs map[string]*Stats, host *Host, th Thresholds) Report {
 
 // worst is a job's largest p99 relative to its limit's scale.
 func worst(f Figures) float64 {
-	return max(f.Compute.P99, f.Link.P99, f.Backlog.P99)
+	return max(f.Compute.P99, f.Link.P99, f.Backlog.P99, f.Early.P99)
 }

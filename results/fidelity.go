@@ -53,11 +53,11 @@ func printFidelity(w io.Writer, r *fidelity.Report) {
 	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 	fmt.Fprintf(w, "compute (late p50/p99)\t%s / %s of the asked wait over %d calls; stretch %.3f; %.1f s paid back\n",
 		pct(r.Run.Compute.P50), pct(r.Run.Compute.P99), r.Run.ComputeCalls, r.Run.Stretch, r.Run.CompensatedS)
-	fmt.Fprintf(w, "links (late p50/p99)\t%s / %s of the target delay over %d frames; backlogged %s / %s over %d\n",
-		pct(r.Run.Link.P50), pct(r.Run.Link.P99), r.Run.Link.N, pct(r.Run.Backlog.P50), pct(r.Run.Backlog.P99), r.Run.Backlog.N)
+	fmt.Fprintf(w, "links (late p50/p99)\t%s / %s of the target delay over %d frames; backlogged %s / %s over %d; early p99 %s\n",
+		pct(r.Run.Link.P50), pct(r.Run.Link.P99), r.Run.Link.N, pct(r.Run.Backlog.P50), pct(r.Run.Backlog.P99), r.Run.Backlog.N, pct(r.Run.Early.P99))
 	if len(r.WorstLinks) > 0 {
 		l := r.WorstLinks[0]
-		fmt.Fprintf(w, "worst link\t%s: p99 %s late (backlogged %s), worst %.3f ms\n", l.Pair, pct(l.Late.P99), pct(l.Backlog.P99), l.WorstMs)
+		fmt.Fprintf(w, "worst link\t%s: p99 %s late (backlogged %s, early %s), worst %.3f ms\n", l.Pair, pct(l.Late.P99), pct(l.Backlog.P99), pct(l.Early.P99), l.WorstMs)
 	}
 	if h := r.Host; h != nil {
 		fmt.Fprintf(w, "host\tCPU mean %.0f%%, max %.0f%%, saturated %.0f%% of %d s; Go scheduler latency p99 %.2f ms; GC %.1f%% of the process's CPU, %d cycles, pause p99 %.2f ms\n",
