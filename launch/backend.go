@@ -169,7 +169,7 @@ type Calibration struct {
 // Backends returns every backend, sorted by name. It is the only place
 // where backends are listed.
 func Backends() []Backend {
-	bs := []Backend{inproc{}, gridBackend{netns: true}, gridBackend{}, simBackend{}}
+	bs := append([]Backend{inproc{}, simBackend{}}, multihostBackends()...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].Name() < bs[j].Name() })
 	return bs
 }
@@ -190,5 +190,5 @@ func LookupBackend(name string) (Backend, error) {
 			return b, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(BackendNames(), ", "))
+	return nil, fmt.Errorf("unknown backend %q (known: %s%s)", name, strings.Join(BackendNames(), ", "), LeftOut)
 }

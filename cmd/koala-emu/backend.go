@@ -22,7 +22,7 @@ func (a *app) lookupBackend(name string) (launch.Backend, error) {
 			return b, nil
 		}
 	}
-	return nil, usagef("--backend %q: unknown backend (known: %s)", name, strings.Join(a.backendNames(), ", "))
+	return nil, usagef("--backend %q: unknown backend (known: %s%s)", name, strings.Join(a.backendNames(), ", "), launch.LeftOut)
 }
 
 func (a *app) backendNames() []string {

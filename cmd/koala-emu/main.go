@@ -53,10 +53,10 @@ func execute(ctx context.Context, args []string, a *app) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(a.stderr, "koala-emu: %v\nsee '%s --help'\n", err, cmd.CommandPath())
+		fmt.Fprintf(a.stderr, "%s: %v\nsee '%s --help'\n", binaryName, err, cmd.CommandPath())
 		return exitUsage
 	}
-	fmt.Fprintf(a.stderr, "koala-emu: %v\n", err)
+	fmt.Fprintf(a.stderr, "%s: %v\n", binaryName, err)
 	return exitError
 }
 

@@ -1,3 +1,5 @@
+//go:build !simonly
+
 package main
 
 import (
@@ -7,6 +9,14 @@ import (
 
 	"github.com/koala-emu/koala-emu/launch/grid"
 )
+
+// binaryName is the name the commands print: this binary holds every
+// backend (cmd/koala-emu/node_off.go is the sim-only build).
+const binaryName = "koala-emu"
+
+// hostCommands are the commands only a binary with the multi-host backends
+// has: node, the entrypoint of their hosts.
+func hostCommands(a *app) []*cobra.Command { return []*cobra.Command{newNodeCmd(a)} }
 
 func newNodeCmd(a *app) *cobra.Command {
 	return &cobra.Command{

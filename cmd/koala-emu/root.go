@@ -10,7 +10,7 @@ import (
 // newRoot builds the command tree; every command file adds one command.
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "koala-emu",
+		Use:   binaryName,
 		Short: "an emulator of multicluster grids (KOALA on DAS-3)",
 		Long: `koala-emu emulates a multicluster grid (DAS-3 by default) and runs the KOALA
 co-allocating scheduler on it: run a scenario, check one, calibrate its links,
@@ -47,9 +47,9 @@ SCENARIO is a YAML file or the name of a built-in scenario (see 'koala-emu scena
 		newCompareCmd(a),
 		newDivergeCmd(a),
 		newSweepCmd(a),
-		newNodeCmd(a),
 		newModelCmd(a),
 	)
+	root.AddCommand(hostCommands(a)...)
 	for _, c := range allCommands(root) {
 		registerCompletions(c, a)
 	}

@@ -1,3 +1,5 @@
+//go:build !simonly
+
 package launch
 
 import (

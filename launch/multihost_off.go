@@ -1,0 +1,14 @@
+//go:build simonly
+
+package launch
+
+// multihostBackends are none: this binary (koala-sim) was built with the
+// simonly tag, without the netns and docker backends (multihost.go).
+func multihostBackends() []Backend { return nil }
+
+// LeftOut is what this binary was built without, for the unknown-backend
+// error.
+const LeftOut = "; netns and docker are not in this binary (built with -tags simonly): use koala-emu"
+
+// unreachable: without netns and docker, every backend's Clean can look.
+func unreachable(error) bool { return false }
