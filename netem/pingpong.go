@@ -43,7 +43,21 @@ type PingPongOptions struct {
 	// fewer round trips measure it as well. Calibration leaves it 0; the
 	// information service's probes set it.
 	Budget time.Duration
+	// Fit, with Budget > 0, sizes the bandwidth messages to the link: one
+	// round trip of FitMinMsg bytes (MsgSize if smaller) first estimates
+	// the wire rate, and the bandwidth phase then carries messages whose
+	// round trips' wire time fits Budget (FitMinMsg to MsgSize bytes). So
+	// that the figure does not depend on the size sent, Bandwidth is then
+	// the figure a BandwidthMsgSize ping-pong gives (the links' definition,
+	// WireRate's inverse) at the measured latency and at the wire rate the
+	// bandwidth rounds show beyond the latency phase's median round trip.
+	// A dilated slow link (10 MB/s, 1.45 ms, x 1000) carries 256 KiB in
+	// 26 s each way; 16 KiB in 1.6 s.
+	Fit bool
 }
+
+// FitMinMsg is the smallest bandwidth message of PingPongOptions.Fit.
+const FitMinMsg = 16 << 10
 
 // The least round trips a phase cut by PingPongOptions.Budget measures.
 const (
@@ -105,6 +119,8 @@ type PingPongResult struct {
 	// RTTP50 and RTTP99 are over the 8-byte round trips.
 	RTTP50 time.Duration `json:"rtt_p50_ns"`
 	RTTP99 time.Duration `json:"rtt_p99_ns"`
+	// MsgSize is the size the bandwidth rounds carried (0: none ran).
+	MsgSize int `json:"msg_size,omitempty"`
 }
 
 // WrapListener returns a listener whose accepted connections go through e
@@ -245,15 +261,65 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 	if o.BandwidthRounds < 0 {
 		return r, nil
 	}
-	bw, err := phase(conn, o.MsgSize, bandwidthWarmup, o.BandwidthRounds, o.Budget, minBudgetBandwidth)
+	fit := o.Fit && o.Budget > 0
+	size := o.MsgSize
+	if fit {
+		if size, err = fitSize(conn, o, r.RTTP50); err != nil {
+			return PingPongResult{}, wrap(err)
+		}
+	}
+	bw, err := phase(conn, size, bandwidthWarmup, o.BandwidthRounds, o.Budget, minBudgetBandwidth)
 	if err != nil {
 		return PingPongResult{}, wrap(err)
 	}
 	sortDur(bw)
-	if bwMed := median(bw); bwMed > 0 {
-		r.Bandwidth = float64(o.MsgSize) / (bwMed.Seconds() / 2)
+	r.MsgSize = size
+	bwMed := median(bw)
+	switch {
+	case fit:
+		r.Bandwidth = pingPongFigure(size, (bwMed-r.RTTP50)/2, r.Latency)
+		if r.Bandwidth == 0 && bwMed > 0 { // neither wire time nor latency measurable
+			r.Bandwidth = float64(size) / (bwMed.Seconds() / 2)
+		}
+	case bwMed > 0:
+		r.Bandwidth = float64(size) / (bwMed.Seconds() / 2)
 	}
 	return r, nil
+}
+
+// fitSize is PingPongOptions.Fit's message size: one round trip of
+// FitMinMsg bytes beyond the 8-byte median rtt8 gives the wire rate, and the
+// size is what that rate carries in a share of the budget (the budget over
+// the phase's round trips, each carrying the message both ways), within
+// [FitMinMsg, MsgSize].
+func fitSize(c net.Conn, o PingPongOptions, rtt8 time.Duration) (int, error) {
+	least := min(FitMinMsg, o.MsgSize)
+	if least == o.MsgSize {
+		return least, nil
+	}
+	first, err := rounds(c, least, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	wire := (first[0] - rtt8) / 2
+	if wire <= 0 {
+		return o.MsgSize, nil // too fast to tell at this size: the full size
+	}
+	rate := float64(least) / wire.Seconds()
+	share := o.Budget.Seconds() / float64(2*(bandwidthWarmup+max(o.BandwidthRounds, 1)))
+	return int(min(float64(o.MsgSize), max(float64(least), rate*share))), nil
+}
+
+// pingPongFigure is what a BandwidthMsgSize ping-pong reports (bytes/s) on
+// a link that carries size bytes in wire one way beyond its latency: the
+// inverse of WireRate. A wire time of zero or less (a link faster than the
+// host can tell) leaves the latency alone; 0 when neither is positive.
+func pingPongFigure(size int, wire, latency time.Duration) float64 {
+	oneWay := max(wire, 0).Seconds()*BandwidthMsgSize/float64(size) + latency.Seconds()
+	if oneWay <= 0 {
+		return 0
+	}
+	return BandwidthMsgSize / oneWay
 }
 
 // phase runs warmup+n round trips of size bytes (rounds) and returns the

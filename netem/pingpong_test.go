@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -283,6 +284,13 @@ func TestPingPongExpected(t *testing.T) {
 // shapers (the client's released the server's echoes to it).
 func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) (cli, srv *UserspaceEgress) {
 	t.Helper()
+	_, cli, srv = shapedMeasure(t, link, opts)
+	return cli, srv
+}
+
+// shapedMeasure is shapedPingPong with the measurement's result.
+func shapedMeasure(t *testing.T, link Link, opts PingPongOptions) (res PingPongResult, cli, srv *UserspaceEgress) {
+	t.Helper()
 	srv, cli = newTestEgress(link), newTestEgress(link)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -296,8 +304,9 @@ func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) (cli, srv *Us
 		t.Fatal(err)
 	}
 	c := cli.Wrap(raw, "b")
-	if r, err := MeasurePingPong(context.Background(), c, opts); err != nil || r.Latency < link.Latency/2 || r.Bandwidth <= 0 {
-		t.Fatalf("shaped ping-pong: %+v %v", r, err)
+	res, err = MeasurePingPong(context.Background(), c, opts)
+	if err != nil || res.Latency < link.Latency/2 || res.Bandwidth <= 0 {
+		t.Fatalf("shaped ping-pong: %+v %v", res, err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -306,7 +315,54 @@ func shapedPingPong(t *testing.T, link Link, opts PingPongOptions) (cli, srv *Us
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	return cli, srv
+	return res, cli, srv
+}
+
+// Fit on a long link (20 ms one way, a 2 MB/s figure, a 400 ms budget)
+// sends less than MsgSize and still reports the link's figure, which the
+// full-size rounds alone underestimate (256 KiB is a quarter of the 1 MB
+// the figure is defined by, so the latency weighs four times as much); on
+// a short fast link it sends MsgSize.
+func TestPingPongFit(t *testing.T) {
+	const size = 256 << 10
+	long := Link{Latency: 20 * time.Millisecond, Bandwidth: 2e6}
+	opts := PingPongOptions{LatencyRounds: 10, BandwidthRounds: 2, MsgSize: size, Budget: 400 * time.Millisecond}
+	plain, _, _ := shapedMeasure(t, long, opts)
+	opts.Fit = true
+	fit, _, _ := shapedMeasure(t, long, opts)
+	if fit.MsgSize <= FitMinMsg || fit.MsgSize >= size {
+		t.Errorf("long link: bandwidth rounds of %d bytes, want between %d and %d", fit.MsgSize, FitMinMsg, size)
+	}
+	if rel := fit.Bandwidth/long.Bandwidth - 1; math.Abs(rel) > 0.05 {
+		t.Errorf("long link with fit: %.0f B/s, %.1f %% off the %.0f figure", fit.Bandwidth, 100*rel, long.Bandwidth)
+	}
+	if plain.MsgSize != size || plain.Bandwidth > 0.93*long.Bandwidth {
+		t.Errorf("long link without fit: %d bytes, %.0f B/s: want %d bytes and the latency's underestimate", plain.MsgSize, plain.Bandwidth, size)
+	}
+	short, _, _ := shapedMeasure(t, Link{Latency: 100 * time.Microsecond, Bandwidth: 100e6}, opts)
+	if short.MsgSize != size {
+		t.Errorf("short link: bandwidth rounds of %d bytes, want %d", short.MsgSize, size)
+	}
+}
+
+// pingPongFigure inverts WireRate: the figure of a link whose wire rate
+// WireRate gives is the link's bandwidth, whatever the size measured.
+func TestPingPongFigure(t *testing.T) {
+	for _, l := range []Link{{Latency: 400 * time.Microsecond, Bandwidth: 185e6}, {Latency: 1450 * time.Microsecond, Bandwidth: 10e6}} {
+		rate := WireRate(l)
+		for _, size := range []int{FitMinMsg, 256 << 10, BandwidthMsgSize} {
+			wire := time.Duration(float64(size) / rate * float64(time.Second))
+			if got := pingPongFigure(size, wire, l.Latency); math.Abs(got/l.Bandwidth-1) > 1e-4 { // wire rounded to the ns
+				t.Errorf("%+v, %d bytes: figure %.0f, want %.0f", l, size, got, l.Bandwidth)
+			}
+		}
+	}
+	if got := pingPongFigure(FitMinMsg, -time.Millisecond, 2*time.Millisecond); got != BandwidthMsgSize/0.002 {
+		t.Errorf("no wire time: %.0f, want the latency alone's %.0f", got, BandwidthMsgSize/0.002)
+	}
+	if got := pingPongFigure(FitMinMsg, 0, 0); got != 0 {
+		t.Errorf("nothing measurable: %.0f, want 0", got)
+	}
 }
 
 // A budget cuts the phases of a link whose round trip is long against it
