@@ -275,14 +275,13 @@ func MeasurePingPong(ctx context.Context, conn net.Conn, opts PingPongOptions) (
 	sortDur(bw)
 	r.MsgSize = size
 	bwMed := median(bw)
-	switch {
-	case fit:
-		r.Bandwidth = pingPongFigure(size, (bwMed-r.RTTP50)/2, r.Latency)
-		if r.Bandwidth == 0 && bwMed > 0 { // neither wire time nor latency measurable
-			r.Bandwidth = float64(size) / (bwMed.Seconds() / 2)
-		}
-	case bwMed > 0:
+	if bwMed > 0 {
 		r.Bandwidth = float64(size) / (bwMed.Seconds() / 2)
+	}
+	// With Fit, the 1 MB figure, unless neither wire time nor latency was
+	// measurable.
+	if f := pingPongFigure(size, (bwMed-r.RTTP50)/2, r.Latency); fit && f > 0 {
+		r.Bandwidth = f
 	}
 	return r, nil
 }
