@@ -138,8 +138,17 @@ func (m *manager) claim(ctx actor.Context, c *msg.Claim) {
 		reply.Reason = err.Error()
 	} else {
 		reply.Ok = true
-		for _, n := range names {
-			reply.Nodes = append(reply.Nodes, &msg.NodeRef{Name: n, Pid: msg.FromPID(m.pids[n])})
+		// One allocation for the refs and one for their PIDs, not two per
+		// node: every job's every node passes here.
+		refs, pids := make([]msg.NodeRef, len(names)), make([]msg.Pid, len(names))
+		reply.Nodes = make([]*msg.NodeRef, len(names))
+		for i, n := range names {
+			refs[i].Name = n
+			if p := m.pids[n]; p != nil {
+				pids[i].Address, pids[i].Id = p.Address, p.Id
+				refs[i].Pid = &pids[i]
+			}
+			reply.Nodes[i] = &refs[i]
 		}
 		m.publish(ctx)
 	}

@@ -126,11 +126,17 @@ func (r *runner) jobPlaced(ctx actor.Context, x *msg.JobPlaced) {
 		return
 	}
 	r.placed = x
-	rank := int32(0)
+	total := 0
+	for _, a := range x.Allocations {
+		total += len(a.Nodes)
+	}
+	// The members in one allocation (its capacity fixed, so their pointers
+	// stay valid), not one per rank.
+	ms := make([]member, 0, total)
 	for _, a := range x.Allocations {
 		for _, n := range a.Nodes {
-			r.members = append(r.members, &member{rank: rank, cluster: a.Cluster, node: n.Name, pid: n.Pid.PID()})
-			rank++
+			ms = append(ms, member{rank: int32(len(ms)), cluster: a.Cluster, node: n.Name, pid: n.Pid.PID()})
+			r.members = append(r.members, &ms[len(ms)-1])
 		}
 	}
 	for _, m := range r.members {
@@ -270,9 +276,11 @@ func (r *runner) ready(ctx actor.Context, x *msg.RankReady) {
 	}
 	m.addr = x.Addr
 	if r.readyN == len(r.members) && r.failure == "" {
-		table := &msg.RankTable{JobId: r.cfg.Job.Id}
-		for _, mm := range r.members {
-			table.Peers = append(table.Peers, &msg.RankPeer{Rank: mm.rank, Addr: mm.addr, Cluster: mm.cluster})
+		table := &msg.RankTable{JobId: r.cfg.Job.Id, Peers: make([]*msg.RankPeer, len(r.members))}
+		peers := make([]msg.RankPeer, len(r.members))
+		for i, mm := range r.members {
+			peers[i].Rank, peers[i].Addr, peers[i].Cluster = mm.rank, mm.addr, mm.cluster
+			table.Peers[i] = &peers[i]
 		}
 		for _, mm := range r.members {
 			ctx.Send(mm.pid, table)

@@ -51,6 +51,10 @@ type scheduler struct {
 	links  map[[2]string]*msg.LinkEstimate
 	nextID int64
 	cancel func()
+	// A scan's buffers, kept from one scan to the next: the no-fit answers
+	// by request shape, and the queue's two parts.
+	noFit         map[string]placement.Outcome
+	spare, failed []*entry
 }
 
 type scan struct{}
@@ -61,7 +65,8 @@ func Props(cfg Config) *actor.Props {
 		cfg.MaxTries = 1
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &scheduler{cfg: cfg, view: map[string]*msg.ClusterStatus{}, links: map[[2]string]*msg.LinkEstimate{}}
+		return &scheduler{cfg: cfg, view: map[string]*msg.ClusterStatus{}, links: map[[2]string]*msg.LinkEstimate{},
+			noFit: map[string]placement.Outcome{}}
 	})
 }
 
@@ -85,7 +90,7 @@ func (s *scheduler) Receive(ctx actor.Context) {
 	case *msg.SubmitJob:
 		s.submit(ctx, x)
 	case *scan:
-		s.scan(ctx, nil)
+		s.scan(ctx)
 	case *msg.ClaimReply:
 		s.claimed(ctx, x)
 	case *msg.JobFinished:
@@ -102,8 +107,12 @@ func (s *scheduler) submit(ctx actor.Context, x *msg.SubmitJob) {
 	}
 	e.req = req
 	e.key, e.cacheable = shapeKey(req)
-	s.queue = append(s.queue, e)
-	s.scan(ctx, e) // a new job is tried at once
+	// A new job is tried at once. It joins the tail, where a job that does
+	// not fit would go, so the queue changes only if it is rejected.
+	snap := s.snapshot()
+	if s.try(ctx, e, s.cfg.Policy.Place(e.req, snap, s.cfg.Options), snap) != rejected {
+		s.queue = append(s.queue, e)
+	}
 }
 
 func toRequest(j *msg.JobSpec) (placement.Request, error) {
@@ -140,52 +149,85 @@ func (s *scheduler) snapshot() placement.Snapshot {
 	return snap
 }
 
-// scan tries to place every waiting job head to tail (or only `only`).
-func (s *scheduler) scan(ctx actor.Context, only *entry) {
+// scan tries to place every waiting job, head to tail.
+func (s *scheduler) scan(ctx actor.Context) {
 	snap := s.snapshot()
-	var keep, failed []*entry
+	// The queue is rebuilt in s.spare, the buffer of the scan before: a scan
+	// runs every period, over every waiting job.
+	keep, failed := s.spare[:0], s.failed[:0]
 	// A policy is a pure function of the request and the snapshot: within
 	// one scan, until a placement changes the snapshot, a request of the
 	// same shape gets the same no-fit answer.
-	noFit := map[string]placement.Outcome{}
+	clear(s.noFit)
 	for _, e := range s.queue {
-		if e.claiming != nil || (only != nil && e != only) {
+		if e.claiming != nil {
 			keep = append(keep, e)
 			continue
 		}
-		key, cacheable := e.key, e.cacheable
-		out, hit := noFit[key]
-		if !cacheable || !hit {
+		out, hit := s.noFit[e.key]
+		if !e.cacheable || !hit {
 			out = s.cfg.Policy.Place(e.req, snap, s.cfg.Options)
-			if cacheable && out.Code == placement.NoFitNow {
-				noFit[key] = out
+			if e.cacheable && out.Code == placement.NoFitNow {
+				s.noFit[e.key] = out
 			}
 		}
-		switch out.Code {
-		case placement.Placed:
-			clear(noFit)
-			s.claim(ctx, e, out.Assignments)
-			for _, a := range out.Assignments {
-				for i := range snap.Clusters {
-					if snap.Clusters[i].Name == a.Cluster {
-						snap.Clusters[i].Idle -= a.Size
-					}
-				}
-			}
+		if out.Code == placement.Placed {
+			clear(s.noFit)
+		}
+		switch s.try(ctx, e, out, snap) {
+		case placed:
 			keep = append(keep, e)
-		case placement.NoFitNow:
-			e.tries++
-			if e.tries > s.cfg.MaxTries {
-				s.reject(ctx, e, ReasonTooManyTries+" ("+out.Reason+")")
-				continue
-			}
+		case requeued:
 			failed = append(failed, e)
-		default:
-			s.reject(ctx, e, out.Reason)
 		}
 	}
 	// Jobs whose placement failed go to the tail, in their order.
+	old := s.queue
 	s.queue = append(keep, failed...)
+	clear(old) // no job is held alive by the spare buffer
+	s.spare, s.failed = old[:0], clear0(failed)
+}
+
+func clear0(es []*entry) []*entry {
+	clear(es)
+	return es[:0]
+}
+
+// What try did with a job.
+type tried int
+
+const (
+	placed   tried = iota // claims sent; the job stays where it is
+	requeued              // no fit now: the job goes to the tail
+	rejected              // out of the queue
+)
+
+// try acts on the policy's outcome for e: claims for a placement (their
+// nodes taken off snap, the scan's view), a try counted for no fit, a
+// rejection past the threshold or for a job that never fits.
+func (s *scheduler) try(ctx actor.Context, e *entry, out placement.Outcome, snap placement.Snapshot) tried {
+	switch out.Code {
+	case placement.Placed:
+		s.claim(ctx, e, out.Assignments)
+		for _, a := range out.Assignments {
+			for i := range snap.Clusters {
+				if snap.Clusters[i].Name == a.Cluster {
+					snap.Clusters[i].Idle -= a.Size
+				}
+			}
+		}
+		return placed
+	case placement.NoFitNow:
+		e.tries++
+		if e.tries > s.cfg.MaxTries {
+			s.reject(ctx, e, ReasonTooManyTries+" ("+out.Reason+")")
+			return rejected
+		}
+		return requeued
+	default:
+		s.reject(ctx, e, out.Reason)
+		return rejected
+	}
 }
 
 func (s *scheduler) claim(ctx actor.Context, e *entry, as []placement.Assignment) {

@@ -359,3 +359,26 @@ func TestPeersCoverEveryExchange(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveKeepsDefaults: with no arguments resolve answers with the
+// defaults map itself, so an override must never reach a later call's
+// defaults, and unknown names are still refused.
+func TestResolveKeepsDefaults(t *testing.T) {
+	p := Poisson{}
+	a, err := resolve(p.Name(), p.Args(), map[string]float64{"iters": 10})
+	if err != nil || a["iters"] != 10 || a["grid"] != 4096 {
+		t.Fatalf("with iters=10: %v, %v", a, err)
+	}
+	d, err := resolve(p.Name(), p.Args(), nil)
+	if err != nil || d["iters"] != 61660 {
+		t.Fatalf("defaults after an override: %v, %v", d, err)
+	}
+	if _, err := resolve(p.Name(), p.Args(), map[string]float64{"nope": 1}); err == nil {
+		t.Fatal("unknown argument accepted")
+	}
+	long, _ := p.NominalArgs(32, nil)
+	short, _ := p.NominalArgs(32, map[string]float64{"iters": 61660 / 2})
+	if again, _ := p.NominalArgs(32, nil); again != long || short >= long {
+		t.Fatalf("nominal %v, with half the iterations %v, again %v", long, short, again)
+	}
+}

@@ -28,3 +28,25 @@ func BenchmarkPlaceDAS3(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNoFitDAS3 is the scheduler's most frequent question on a busy
+// grid: a job that does not fit now, which every policy answers by trying
+// the snapshot, the grid fully idle and the constraints relaxed.
+func BenchmarkNoFitDAS3(b *testing.B) {
+	s := das3([5]int{6, 2, 7, 0, 5})
+	for _, name := range Names() {
+		p, err := New(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, req := range []Request{flexible(32), nonFixed(16, 16)} {
+			b.Run(name+"/"+req.Type.String(), func(b *testing.B) {
+				for b.Loop() {
+					if out := p.Place(req, s, Options{}); out.Code != NoFitNow {
+						b.Fatalf("%v %q", out.Code, out.Reason)
+					}
+				}
+			})
+		}
+	}
+}

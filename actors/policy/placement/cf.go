@@ -1,9 +1,6 @@
 package placement
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // CloseToFiles is KOALA's Close-to-Files (cf): components go where their
 // input files are, or can be brought fastest.
@@ -51,7 +48,7 @@ func closeToFiles(j *job, v *view, lim limits, b *budget) ([]Assignment, bool) {
 	}
 	rank := func(s *search) []int {
 		idx := byIdleDesc(s.idle)
-		sort.SliceStable(idx, func(a, b int) bool { return cost[idx[a]] < cost[idx[b]] })
+		stableBy(idx, func(a, b int) bool { return cost[a] < cost[b] })
 		return idx
 	}
 	if s.items(pieces(j), 0, rank) {

@@ -66,8 +66,9 @@ func clusterMin(j *job, v *view, lim limits, b *budget) ([]Assignment, bool) {
 	if j.typ != Flexible {
 		upTo = min(upTo, len(j.sizes))
 	}
+	s := newSearch(v, lim, b)
 	ok := deepen(lim, upTo, b, func(l limits) bool {
-		s := newSearch(v, l, b)
+		s.reset(l)
 		var done bool
 		if j.typ == Flexible {
 			done = s.fill(order, 0, j.total)

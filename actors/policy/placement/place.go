@@ -2,7 +2,7 @@ package placement
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // view is a validated snapshot, indexed by cluster position.
@@ -10,55 +10,81 @@ type view struct {
 	names []string
 	idle  []int
 	capa  []int
-	index map[string]int
-	// avail[i][j]: one job may span clusters i and j.
-	avail [][]bool
+	// pairs[i*len(names)+j] says whether one job may span clusters i and j:
+	// pairUnknown until pair first asks. A scheduler's scan places every
+	// waiting job on one snapshot and most placements look at a pair or two
+	// (a flexible job on one cluster at none), so the Net is asked only for
+	// those.
+	pairs []pairState
 	net   Net
 }
+
+type pairState uint8
+
+const (
+	pairUnknown pairState = iota
+	pairAvailable
+	pairUnavailable
+)
 
 // newView validates a snapshot: names non-empty and unique, 0 <= Idle <=
 // Capacity. A pair i != j is available when the Net reports both latency and
 // bandwidth, in both directions; a nil Net makes every pair available.
 func newView(s Snapshot) (*view, error) {
 	n := len(s.Clusters)
+	counts := make([]int, 2*n)
 	v := &view{
 		names: make([]string, n),
-		idle:  make([]int, n),
-		capa:  make([]int, n),
-		index: make(map[string]int, n),
-		avail: make([][]bool, n),
+		idle:  counts[:n:n],
+		capa:  counts[n:],
+		pairs: make([]pairState, n*n),
 		net:   s.Net,
 	}
 	for i, c := range s.Clusters {
 		if c.Name == "" {
 			return nil, fmt.Errorf("cluster %d has no name", i)
 		}
-		if _, dup := v.index[c.Name]; dup {
+		// A grid has a handful of clusters: a scan of the names before
+		// beats a map made for every placement.
+		if _, dup := v.index(c.Name); dup {
 			return nil, fmt.Errorf("cluster %q listed twice", c.Name)
 		}
 		if c.Capacity < 0 || c.Idle < 0 || c.Idle > c.Capacity {
 			return nil, fmt.Errorf("cluster %q: idle %d, capacity %d: want 0 <= idle <= capacity", c.Name, c.Idle, c.Capacity)
 		}
-		v.index[c.Name] = i
 		v.names[i], v.idle[i], v.capa[i] = c.Name, c.Idle, c.Capacity
-	}
-	for i := range v.avail {
-		v.avail[i] = make([]bool, n)
-		v.avail[i][i] = true
-	}
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			ok := pairAvailable(s.Net, v.names[i], v.names[j])
-			v.avail[i][j], v.avail[j][i] = ok, ok
-		}
 	}
 	return v, nil
 }
 
-func pairAvailable(net Net, a, b string) bool {
-	if net == nil {
+// index is the position of the named cluster.
+func (v *view) index(name string) (int, bool) {
+	for i, c := range v.names {
+		if c == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// available says whether one job may span clusters i and j.
+func (v *view) available(i, j int) bool {
+	if i == j || v.net == nil {
 		return true
 	}
+	n := len(v.names)
+	p := &v.pairs[i*n+j]
+	if *p == pairUnknown {
+		*p = pairUnavailable
+		if pairOK(v.net, v.names[i], v.names[j]) {
+			*p = pairAvailable
+		}
+		v.pairs[j*n+i] = *p
+	}
+	return *p == pairAvailable
+}
+
+func pairOK(net Net, a, b string) bool {
 	for _, p := range [2][2]string{{a, b}, {b, a}} {
 		if _, ok := net.Latency(p[0], p[1]); !ok {
 			return false
@@ -131,7 +157,7 @@ func normalize(req Request, v *view) (j *job, reason, detail string) {
 		if c.Cluster == "" {
 			return bad("fixed component %d names no cluster", k)
 		}
-		if _, ok := v.index[c.Cluster]; !ok {
+		if _, ok := v.index(c.Cluster); !ok {
 			return nil, ReasonUnknownCluster, fmt.Sprintf("component %d: cluster %q", k, c.Cluster)
 		}
 		if p, seen := at[c.Cluster]; seen {
@@ -144,7 +170,7 @@ func normalize(req Request, v *view) (j *job, reason, detail string) {
 	if req.Total != 0 && req.Total != j.total {
 		return bad("total %d but components sum to %d", req.Total, j.total)
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(j.sizes)))
+	slices.SortFunc(j.sizes, largestFirst)
 	return j, "", ""
 }
 
@@ -282,12 +308,12 @@ func placeFixed(j *job, v *view, lim limits, _ *budget) ([]Assignment, bool) {
 		return nil, false
 	}
 	for a, x := range j.fixed {
-		xi := v.index[x.Cluster]
+		xi, _ := v.index(x.Cluster)
 		if v.idle[xi] < x.Size {
 			return nil, false
 		}
 		for _, y := range j.fixed[:a] {
-			if lim.pairs && !v.avail[xi][v.index[y.Cluster]] {
+			if yi, _ := v.index(y.Cluster); lim.pairs && !v.available(xi, yi) {
 				return nil, false
 			}
 		}

@@ -1,6 +1,6 @@
 package placement
 
-import "sort"
+import "slices"
 
 // search is the depth-first placement engine the policies share. A policy
 // supplies a preference order of clusters; the engine tries choices in that
@@ -23,13 +23,28 @@ type search struct {
 }
 
 func newSearch(v *view, lim limits, b *budget) *search {
+	// idle, used and order share one allocation: a placement makes a
+	// search for every cluster count it tries.
+	n := len(v.idle)
+	buf := make([]int, 3*n)
+	copy(buf, v.idle)
 	return &search{
-		v:    v,
-		lim:  lim,
-		b:    b,
-		idle: append([]int(nil), v.idle...),
-		used: make([]int, len(v.idle)),
+		v:     v,
+		lim:   lim,
+		b:     b,
+		idle:  buf[:n:n],
+		used:  buf[n : 2*n : 2*n],
+		order: buf[2*n : 2*n],
 	}
+}
+
+// reset empties s for a new try under lim: deepen tries one cluster count
+// after another on the same search.
+func (s *search) reset(lim limits) {
+	s.lim = lim
+	copy(s.idle, s.v.idle)
+	clear(s.used)
+	s.order = s.order[:0]
 }
 
 // canUse: cluster i may receive (more of) this job.
@@ -45,7 +60,7 @@ func (s *search) canUse(i int) bool {
 	}
 	if s.lim.pairs {
 		for _, j := range s.order {
-			if !s.v.avail[i][j] {
+			if !s.v.available(i, j) {
 				return false
 			}
 		}
@@ -98,7 +113,7 @@ func (s *search) feasible(cands []int, need, largest int) bool {
 	if s.lim.maxClusters > 0 {
 		slots = min(slots, s.lim.maxClusters-len(s.order))
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(fresh)))
+	slices.SortFunc(fresh, largestFirst)
 	for _, n := range fresh[:max(slots, 0)] {
 		sum += n
 		most = max(most, n)
@@ -189,23 +204,16 @@ func deepen(lim limits, upTo int, b *budget, try func(limits) bool) bool {
 
 // byIdleDesc orders clusters by decreasing idle nodes, ties by snapshot order.
 func byIdleDesc(idle []int) []int {
-	idx := make([]int, len(idle))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return idle[idx[a]] > idle[idx[b]] })
+	idx := identity(len(idle))
+	stableBy(idx, func(a, b int) bool { return idle[a] > idle[b] })
 	return idx
 }
 
 // byScore orders clusters by increasing score, unknown scores (ok false)
 // last, ties by snapshot order.
 func byScore(score []float64, known []bool) []int {
-	idx := make([]int, len(score))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		x, y := idx[a], idx[b]
+	idx := identity(len(score))
+	stableBy(idx, func(x, y int) bool {
 		if known[x] != known[y] {
 			return known[x]
 		}
@@ -213,6 +221,33 @@ func byScore(score []float64, known []bool) []int {
 	})
 	return idx
 }
+
+func identity(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// stableBy sorts the cluster positions idx stably by less. It is the
+// sort.SliceStable of before (slices' stable sort is the same insertion and
+// merge steps, so even an inconsistent less orders alike) without its
+// reflection and allocation, which were a good part of a placement's cost.
+func stableBy(idx []int, less func(a, b int) bool) {
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if less(a, b) {
+			return -1
+		}
+		if less(b, a) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// largestFirst orders sizes from the largest down.
+func largestFirst(a, b int) int { return b - a }
 
 func static(order []int) func(*search) []int {
 	return func(*search) []int { return order }
