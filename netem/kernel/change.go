@@ -20,9 +20,9 @@ var ErrReshape = errors.New("the change needs the shaping installed again")
 // SetLink gives the destination cluster dst the link l (dilated, as
 // Install's plan) from now on, computed by the installation's model as
 // Install computes it. The HTB class (rate and burst), its netem leaf
-// (delay) and the delay line's queue (delay) change in place: packets
-// already queued stay, and packets the delay line holds keep their
-// deadlines. A change the installation cannot make in place is an error
+// (delay) and the delay line's queue (delay and serialiser rate) change in
+// place: packets already queued stay, and packets the delay line holds
+// keep their deadlines. A change the installation cannot make in place is an error
 // wrapping ErrReshape and changes nothing.
 func (i *Installed) SetLink(dst string, l netem.Link) error {
 	i.mu.Lock()
@@ -86,7 +86,7 @@ func (in *installation) change(s Shaping) error {
 		in.classes[s.Cluster] = spec
 	}
 	if s.Divert && in.line != nil {
-		return in.line.SetDelay(s.Queue, s.Delay)
+		return errors.Join(in.line.SetRate(s.Queue, s.LineRate), in.line.SetDelay(s.Queue, s.Delay))
 	}
 	return nil
 }

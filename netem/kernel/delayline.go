@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -34,9 +35,10 @@ import (
 // a netpoller reader added about 150 µs per packet here). A line without
 // packets costs nothing: its thread sleeps without a timeout.
 //
-// Packets of one queue share one delay, so their deadlines are in arrival
-// order, and one batch verdict ("accept every packet up to id N") releases
-// all packets of a queue that are due.
+// Packets of one sender share one delay and one serialiser, so their
+// deadlines are in arrival order; where the packets due are the oldest of
+// their queue, one batch verdict ("accept every packet up to id N")
+// releases them all, else each gets its own verdict, in one write.
 type DelayLine struct {
 	sock     *nfqSock
 	qs       []*delayQueue
@@ -44,12 +46,15 @@ type DelayLine struct {
 	spinCfg  time.Duration // DelayLineConfig.Spin: 0 adapt, > 0 fixed, < 0 never
 	realtime bool
 	th       *lineThread
+	due      []held // release's scratch (thread only)
+	vbuf     []byte // release's verdicts (thread only)
 
 	lateness    ptimer.Histogram // deadline to verdict issued
 	verdictCost ptimer.Histogram // duration of the verdict system call
 	received    atomic.Int64
 	released    atomic.Int64
 	early       atomic.Int64 // released ahead of the deadline, within Coalesce
+	oneByOne    atomic.Int64 // released by verdicts of their own
 	bytes       atomic.Int64
 	sendErrs    atomic.Int64
 	lateWakes   atomic.Int64 // timed wake-ups that came after this line's deadline
@@ -62,16 +67,27 @@ type DelayLine struct {
 	err    atomic.Pointer[error]
 }
 
-// delayQueue is one NFQUEUE queue: one destination cluster.
+// delayQueue is one NFQUEUE queue: the packets from one source cluster.
+// Each sending node has its own line in it (see srcLine), so that one
+// sender's serialised burst does not hold another's packets back.
 type delayQueue struct {
 	num     uint16
 	cluster string
-	delay   atomic.Int64 // ns; SetDelay changes it while the thread runs
-	fifo    []held
-	head    int
-	lastID  uint32
-	lastAt  int64
+	delay   atomic.Int64  // ns; SetDelay changes it while the thread runs
+	perByte atomic.Uint64 // math.Float64bits of ns per payload byte; 0: no serialiser
+	srcs    map[[4]byte]*srcLine
+	lines   []*srcLine // srcs in the order they were first seen
+	lastID  uint32     // the latest packet id read (ids grow per queue)
 	any     bool
+}
+
+// srcLine holds one sender's packets of a queue, in arrival (and id)
+// order, their deadlines never decreasing.
+type srcLine struct {
+	fifo   []held
+	head   int
+	free   int64 // the sender's wire is busy until then (serialiser), ns
+	lastAt int64
 }
 
 type held struct {
@@ -80,11 +96,36 @@ type held struct {
 	bytes int
 }
 
+// serialised is the deadline of a packet of payload bytes that reached
+// userspace at t, for a sender whose wire is free from free on, with
+// nsPerByte of wire time per payload byte and a one-way delay: its wire
+// time starts when both it and the wire are there, and it arrives delay
+// after the wire time ends. It returns the deadline and when the wire is
+// free again. nsPerByte 0 is no serialiser: the deadline is t + delay.
+//
+// Why at the receiver: the sender's HTB class lets its burst (at least
+// 16 KB) and a whole GSO packet (up to 64 KB) leave at once after being
+// idle, so a message of that size arrived without its wire time (at
+// dilation 500 on GbE, 20 KB at 1.06 MB/s: 19 ms early). The serialiser
+// charges every packet its wire time in the order the sender sent them;
+// the sender's class, a little faster than the serialiser, only paces the
+// flow so that the line does not hold more than it must.
+func serialised(t, free int64, payload int, nsPerByte float64, delay int64) (at, busy int64) {
+	if nsPerByte <= 0 {
+		return t + delay, free
+	}
+	busy = max(t, free) + int64(float64(payload)*nsPerByte)
+	return busy + delay, busy
+}
+
 // DelayQueue configures one queue of a delay line.
 type DelayQueue struct {
 	Num     uint16
 	Cluster string
 	Delay   time.Duration
+	// Rate is the serialiser's rate in payload bytes/s per sender (0:
+	// none, the line adds only Delay).
+	Rate float64
 }
 
 // DelayLineConfig configures NewDelayLine.
@@ -184,11 +225,15 @@ func NewDelayLine(cfg DelayLineConfig) (_ *DelayLine, err error) {
 		if q.Delay < 0 {
 			return nil, fmt.Errorf("delay line: queue %d: negative delay %v", q.Num, q.Delay)
 		}
+		if q.Rate < 0 || math.IsNaN(q.Rate) || math.IsInf(q.Rate, 0) {
+			return nil, fmt.Errorf("delay line: queue %d: rate %v bytes/s", q.Num, q.Rate)
+		}
 		if err := sock.bind(q.Num, cfg.MaxLen); err != nil {
 			return nil, err
 		}
-		dq := &delayQueue{num: q.Num, cluster: q.Cluster}
+		dq := &delayQueue{num: q.Num, cluster: q.Cluster, srcs: map[[4]byte]*srcLine{}}
 		dq.delay.Store(int64(q.Delay))
+		dq.setRate(q.Rate)
 		d.qs = append(d.qs, dq)
 		d.byN[q.Num] = dq
 	}
@@ -295,66 +340,123 @@ func (d *DelayLine) drain(buf []byte, pk []qpacket, now func() int64) []qpacket 
 			if q == nil {
 				continue // not a queue of ours: cannot happen on this socket
 			}
-			at := t + q.delay.Load()
-			if q.any && at < q.lastAt {
-				at = q.lastAt // keep deadlines in id order
-			}
-			q.lastAt, q.lastID, q.any = at, p.id, true
-			if q.head > 0 && q.head == len(q.fifo) {
-				q.fifo, q.head = q.fifo[:0], 0
-			}
-			q.fifo = append(q.fifo, held{id: p.id, at: at, bytes: p.len})
+			q.hold(p, t)
 			d.received.Add(1)
 		}
 	}
 	return pk
 }
 
-// release sends one batch verdict per queue for the packets that are due
+// hold gives the packet p, read at t, its deadline in its sender's line
 // (thread only).
+func (q *delayQueue) hold(p qpacket, t int64) {
+	s := q.srcs[p.src]
+	if s == nil {
+		s = &srcLine{}
+		q.srcs[p.src] = s
+		q.lines = append(q.lines, s)
+	}
+	at, busy := serialised(t, s.free, p.payload, math.Float64frombits(q.perByte.Load()), q.delay.Load())
+	s.free = busy
+	if len(s.fifo) > s.head && at < s.lastAt {
+		at = s.lastAt // keep a sender's deadlines in id order (SetDelay)
+	}
+	s.lastAt = at
+	q.lastID, q.any = p.id, true
+	if s.head > 0 && s.head == len(s.fifo) {
+		s.fifo, s.head = s.fifo[:0], 0
+	}
+	s.fifo = append(s.fifo, held{id: p.id, at: at, bytes: p.len})
+}
+
+// next is the queue's earliest deadline, or -1 when it holds nothing.
+func (q *delayQueue) next() int64 {
+	next := int64(-1)
+	for _, s := range q.lines {
+		if s.head < len(s.fifo) && (next < 0 || s.fifo[s.head].at < next) {
+			next = s.fifo[s.head].at
+		}
+	}
+	return next
+}
+
+func (q *delayQueue) setRate(rate float64) {
+	var nb float64
+	if rate > 0 {
+		nb = 1e9 / rate
+	}
+	q.perByte.Store(math.Float64bits(nb))
+}
+
+// release sends the verdicts of the packets that are due, one write per
+// queue (thread only): a batch verdict when they are the queue's oldest
+// packets (always so with one sender), else one verdict each.
 func (d *DelayLine) release(now int64, clock func() int64) {
 	for _, q := range d.qs {
-		if q.head == len(q.fifo) || q.fifo[q.head].at > now {
+		if n := q.next(); n < 0 || n > now {
 			continue
 		}
-		// The batch also takes the packets due within Coalesce: a verdict
-		// runs the released packets' kernel path inline (tens of µs), and
-		// a packet due a few µs after the batch's would otherwise wait for
-		// all of it.
-		i := q.head
-		for i < len(q.fifo) && q.fifo[i].at <= now+int64(Coalesce) {
-			i++
+		// The verdicts also take the packets due within Coalesce: a
+		// verdict runs the released packets' kernel path inline (tens of
+		// µs), and a packet due a few µs after the batch's would otherwise
+		// wait for all of it.
+		due := d.due[:0]
+		blocked := false // a packet stays whose id is below a released one
+		var oldestLeft uint32
+		for _, s := range q.lines {
+			i := s.head
+			for i < len(s.fifo) && s.fifo[i].at <= now+int64(Coalesce) {
+				i++
+			}
+			due = append(due, s.fifo[s.head:i]...)
+			s.head = i
+			if s.head == len(s.fifo) {
+				s.fifo, s.head = s.fifo[:0], 0
+			} else if id := s.fifo[s.head].id; !blocked || id < oldestLeft {
+				blocked, oldestLeft = true, id
+			}
 		}
-		// Lateness is taken when the verdict is issued: what the verdict
-		// then costs is the packet's own trip through the kernel (qdisc,
-		// veth, the receiver's stack run inline), which the unshaped path
-		// pays as well; it is recorded separately.
+		d.due = due
+		var top uint32
+		for _, h := range due {
+			top = max(top, h.id)
+		}
+		// Lateness is taken when the verdicts are issued: what they then
+		// cost is the packets' own trip through the kernel (qdisc, veth,
+		// the receiver's stack run inline), which the unshaped path pays
+		// as well; it is recorded separately.
+		b := d.vbuf[:0]
+		if !blocked || top < oldestLeft {
+			b = appendVerdict(b, q.num, top, nfAccept)
+		} else {
+			for _, h := range due {
+				b = appendOneVerdict(b, q.num, h.id, nfAccept)
+			}
+			d.oneByOne.Add(int64(len(due)))
+		}
+		d.vbuf = b
 		issued := clock()
-		if err := d.sock.verdictBatch(q.num, q.fifo[i-1].id, nfAccept); err != nil {
+		if err := d.sock.verdicts(q.num, b); err != nil {
 			d.sendErrs.Add(1)
 			d.fail(err)
 		}
 		d.verdictCost.Record(time.Duration(clock() - issued))
-		var b int64
-		for _, h := range q.fifo[q.head:i] {
+		var bytes int64
+		for _, h := range due {
 			if h.at > issued {
 				d.early.Add(1)
 			}
 			d.lateness.Record(time.Duration(max(issued-h.at, 0)))
-			b += int64(h.bytes)
+			bytes += int64(h.bytes)
 		}
-		d.released.Add(int64(i - q.head))
-		d.bytes.Add(b)
-		q.head = i
-		if q.head == len(q.fifo) {
-			q.fifo, q.head = q.fifo[:0], 0
-		}
+		d.released.Add(int64(len(due)))
+		d.bytes.Add(bytes)
 	}
 }
 
 // SetDelay changes the delay of queue num from now on: packets it already
 // holds keep their deadlines, and a later packet never leaves before an
-// earlier one of its queue (a shorter delay takes effect once the packets
+// earlier one of its sender (a shorter delay takes effect once the packets
 // held under the longer one are out).
 func (d *DelayLine) SetDelay(num uint16, delay time.Duration) error {
 	if delay < 0 {
@@ -365,6 +467,20 @@ func (d *DelayLine) SetDelay(num uint16, delay time.Duration) error {
 		return fmt.Errorf("delay line: no queue %d", num)
 	}
 	q.delay.Store(int64(delay))
+	return nil
+}
+
+// SetRate changes the serialiser's rate of queue num (payload bytes/s per
+// sender, 0: none) from now on; packets it holds keep their deadlines.
+func (d *DelayLine) SetRate(num uint16, rate float64) error {
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("delay line: queue %d: rate %v bytes/s", num, rate)
+	}
+	q := d.byN[num]
+	if q == nil {
+		return fmt.Errorf("delay line: no queue %d", num)
+	}
+	q.setRate(rate)
 	return nil
 }
 
@@ -393,6 +509,9 @@ type LineStats struct {
 	// (at most Coalesce early).
 	Lateness ptimer.Stats
 	Early    int64
+	// OneByOne counts packets released by a verdict of their own: due
+	// before an older packet of another sender of their queue.
+	OneByOne int64
 	// Spin is the current spin margin; SpinTime the total time spent
 	// spinning; CPU the thread's CPU time (spinning and verdicts included).
 	// All three belong to the line's thread.
@@ -421,6 +540,7 @@ func (d *DelayLine) Stats() (LineStats, error) {
 		SendErrors:    d.sendErrs.Load(),
 		Lateness:      d.lateness.Stats(),
 		Early:         d.early.Load(),
+		OneByOne:      d.oneByOne.Load(),
 		Spin:          d.Spin(),
 		SpinTime:      time.Duration(d.th.spinNs.Load()),
 		CPU:           d.CPUTime(),

@@ -23,6 +23,10 @@ type Shaping struct {
 	// Rate is the HTB rate in link-layer bytes/s (0: not rate-limited).
 	Rate  uint64
 	Burst uint32
+	// LineRate is the rate in payload bytes/s at which the delay line
+	// serialises each sender's packets (0: none, the class alone sets the
+	// rate); see Model.
+	LineRate float64
 	// Delay is the one-way delay added (0: none).
 	Delay time.Duration
 	// Floor is set when the target latency is at or below the path's own
@@ -158,7 +162,7 @@ func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, 
 			in.classes[s.Cluster] = spec
 		}
 		if !useNetem && s.Divert {
-			queues = append(queues, DelayQueue{Num: s.Queue, Cluster: s.Cluster, Delay: s.Delay})
+			queues = append(queues, DelayQueue{Num: s.Queue, Cluster: s.Cluster, Delay: s.Delay, Rate: s.LineRate})
 			rules = append(rules, queueRule{queue: s.Queue, prefixes: s.Prefixes})
 		}
 	}

@@ -293,8 +293,8 @@ func (t *lineThread) run(started chan<- struct{}) {
 		var nextLine *DelayLine
 		for _, d := range t.lines {
 			for _, q := range d.qs {
-				if q.head < len(q.fifo) && (next < 0 || q.fifo[q.head].at < next) {
-					next, nextLine = q.fifo[q.head].at, d
+				if n := q.next(); n >= 0 && (next < 0 || n < next) {
+					next, nextLine = n, d
 				}
 			}
 		}

@@ -21,6 +21,7 @@ import (
 // Message types of the queue subsystem (linux/netfilter/nfnetlink_queue.h).
 const (
 	nfqnlMsgPacket       = 0
+	nfqnlMsgVerdict      = 1
 	nfqnlMsgConfig       = 2
 	nfqnlMsgVerdictBatch = 3
 )
@@ -56,8 +57,14 @@ const (
 const nfAccept = 1
 
 // copyRange is how many bytes of each packet the kernel copies to us: the
-// IPv4 header, enough to see the destination.
-const copyRange = 20
+// IPv4 header and the TCP header's data offset, enough to see the sender
+// and how much of the packet is payload (the delay line's serialiser
+// charges payload bytes).
+const copyRange = 40
+
+// assumedTCPHeader is the TCP header length taken when the copy does not
+// reach the data offset (IPv4 options): the header with timestamps.
+const assumedTCPHeader = 32
 
 // nfqSock is one netlink socket bound to one or more queues.
 type nfqSock struct {
@@ -71,8 +78,11 @@ type qpacket struct {
 	queue uint16
 	id    uint32
 	len   int     // full length of the packet (a GSO packet counts whole)
-	dst   [4]byte // IPv4 destination, valid when hdr
+	src   [4]byte // IPv4 source, valid when hdr
 	hdr   bool
+	// payload is what the packet carries beyond its IPv4 and TCP (or UDP)
+	// headers: a GSO packet's whole payload, 0 for a pure ACK.
+	payload int
 	// stamp is the packet's kernel timestamp in ns (for TCP, CLOCK_MONOTONIC
 	// transmit time), 0 when the packet carries none.
 	stamp int64
@@ -254,9 +264,13 @@ func (s *nfqSock) unbind(queue uint16) error {
 // appendVerdict encodes a batch verdict: every packet of the queue with an
 // id up to and including id gets the verdict. No acknowledgement.
 func appendVerdict(b []byte, queue uint16, id, verdict uint32) []byte {
+	return appendVerdictMsg(b, nfqnlMsgVerdictBatch, queue, id, verdict)
+}
+
+func appendVerdictMsg(b []byte, typ uint16, queue uint16, id, verdict uint32) []byte {
 	const l = 16 + 4 + 12
 	b = binary.NativeEndian.AppendUint32(b, l)
-	b = binary.NativeEndian.AppendUint16(b, unix.NFNL_SUBSYS_QUEUE<<8|nfqnlMsgVerdictBatch)
+	b = binary.NativeEndian.AppendUint16(b, unix.NFNL_SUBSYS_QUEUE<<8|typ)
 	b = binary.NativeEndian.AppendUint16(b, unix.NLM_F_REQUEST)
 	b = binary.NativeEndian.AppendUint32(b, 0) // sequence
 	b = binary.NativeEndian.AppendUint32(b, 0) // port id: the kernel fills it
@@ -268,19 +282,37 @@ func appendVerdict(b []byte, queue uint16, id, verdict uint32) []byte {
 	return b
 }
 
+// appendOneVerdict encodes the verdict of the packet id alone. No
+// acknowledgement.
+func appendOneVerdict(b []byte, queue uint16, id, verdict uint32) []byte {
+	return appendVerdictMsg(b, nfqnlMsgVerdict, queue, id, verdict)
+}
+
+// verdicts sends the verdicts encoded in b (one or more messages) in one
+// write; the kernel applies them in order. Not safe for concurrent use.
+func (s *nfqSock) verdicts(queue uint16, b []byte) error {
+	if err := s.write(b); err != nil {
+		return fmt.Errorf("nfqueue: verdicts queue %d: %w", queue, err)
+	}
+	return nil
+}
+
 // verdictBatch releases (or drops) every packet of a queue up to id. It
 // does not allocate; it is not safe for concurrent use.
 func (s *nfqSock) verdictBatch(queue uint16, id, verdict uint32) error {
-	b := appendVerdict(s.vbuf[:0], queue, id, verdict)
+	if err := s.write(appendVerdict(s.vbuf[:0], queue, id, verdict)); err != nil {
+		return fmt.Errorf("nfqueue: verdict queue %d id %d: %w", queue, id, err)
+	}
+	return nil
+}
+
+// write sends b to the kernel (the socket's default peer).
+func (s *nfqSock) write(b []byte) error {
 	for {
-		_, err := unix.Write(s.fd, b) // to the kernel: the socket's default peer
-		if errors.Is(err, unix.EINTR) {
-			continue
+		_, err := unix.Write(s.fd, b)
+		if !errors.Is(err, unix.EINTR) {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("nfqueue: verdict queue %d id %d: %w", queue, id, err)
-		}
-		return nil
 	}
 }
 
@@ -327,6 +359,7 @@ func parsePacket(b []byte) (qpacket, error) {
 	p := qpacket{queue: binary.BigEndian.Uint16(b[2:4])}
 	var gotHdr bool
 	capLen := -1
+	hdrLen := 0
 	for a := b[4:]; len(a) >= 4; {
 		l := int(binary.NativeEndian.Uint16(a))
 		typ := binary.NativeEndian.Uint16(a[2:]) & 0x3fff // without nested/byte-order flags
@@ -350,8 +383,9 @@ func parsePacket(b []byte) (qpacket, error) {
 		case nfqaPayload:
 			p.len = len(d)
 			if len(d) >= 20 && d[0]>>4 == 4 {
-				copy(p.dst[:], d[16:20])
+				copy(p.src[:], d[12:16])
 				p.hdr = true
+				hdrLen = transportHeaders(d)
 			}
 		case nfqaCapLen:
 			if len(d) >= 4 {
@@ -370,7 +404,24 @@ func parsePacket(b []byte) (qpacket, error) {
 	if capLen >= 0 {
 		p.len = capLen
 	}
+	p.payload = max(p.len-hdrLen, 0)
 	return p, nil
+}
+
+// transportHeaders is the length of the IPv4 and TCP or UDP headers at the
+// start of an IPv4 packet (d holds at least its first 20 bytes).
+func transportHeaders(d []byte) int {
+	ihl := int(d[0]&0x0f) * 4
+	switch d[9] {
+	case unix.IPPROTO_TCP:
+		if len(d) > ihl+12 {
+			return ihl + int(d[ihl+12]>>4)*4
+		}
+		return ihl + assumedTCPHeader
+	case unix.IPPROTO_UDP:
+		return ihl + 8
+	}
+	return ihl
 }
 
 func (s *nfqSock) close() error {

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,25 +109,94 @@ func TestModelNearerWithoutLine(t *testing.T) {
 
 func TestModelRate(t *testing.T) {
 	m := Model{}
+	msg := float64(netem.BandwidthMsgSize)
 	for _, l := range []netem.Link{
 		{Bandwidth: 10e6, Latency: 1450 * time.Microsecond},
 		{Bandwidth: 185e6, Latency: 400 * time.Microsecond},
 		{Bandwidth: 561e6, Latency: 30 * time.Microsecond},
 	} {
-		s := m.shape("x", l, 1500, true)
-		if s.Burst < minBurst {
-			t.Errorf("%v: burst %d below %d", l, s.Burst, minBurst)
-		}
-		// The model's own prediction of the ping-pong figure must give the
-		// target back: one way = L + (msg-burst)/(rate*f).
-		msg := float64(netem.BandwidthMsgSize)
-		oneWay := l.Latency.Seconds() + (msg-float64(s.Burst))/(float64(s.Rate)*PayloadFactor(1500))
-		if got := msg / oneWay; math.Abs(got/l.Bandwidth-1) > 0.001 {
-			t.Errorf("%v: model predicts %.1f MB/s", l, got/1e6)
+		for _, line := range []bool{false, true} {
+			s := m.shape("x", l, 1500, line)
+			if s.Burst < minBurst {
+				t.Errorf("%v line %v: burst %d below %d", l, line, s.Burst, minBurst)
+			}
+			class := float64(s.Rate) * PayloadFactor(1500) // payload bytes/s
+			// The model's own prediction of the ping-pong figure must give
+			// the target back: one way = L + msg/LineRate where the delay
+			// line serialises (the class then only paces, faster), else
+			// L + (msg-burst)/class.
+			oneWay := l.Latency.Seconds() + (msg-float64(s.Burst))/class
+			if s.LineRate > 0 {
+				oneWay = l.Latency.Seconds() + msg/s.LineRate
+				if class < s.LineRate*1.01 {
+					t.Errorf("%v: class %.1f MB/s not above the line's %.1f", l, class/1e6, s.LineRate/1e6)
+				}
+			}
+			if got := msg / oneWay; math.Abs(got/l.Bandwidth-1) > 0.001 {
+				t.Errorf("%v line %v: model predicts %.1f MB/s", l, line, got/1e6)
+			}
+			// Only a line that holds packets serialises them: without the
+			// line (netem), or when it spins from arrival to release.
+			if want := line && s.Delay > DefaultSpin; (s.LineRate > 0) != want {
+				t.Errorf("%v line %v delay %v: line rate %.0f", l, line, s.Delay, s.LineRate)
+			}
 		}
 	}
-	if s := m.shape("x", netem.Link{Latency: time.Millisecond}, 1500, true); s.Rate != 0 {
-		t.Errorf("no bandwidth target should leave the rate unlimited, got %d", s.Rate)
+	if s := m.shape("x", netem.Link{Latency: time.Millisecond}, 1500, true); s.Rate != 0 || s.LineRate != 0 {
+		t.Errorf("no bandwidth target should leave the rate unlimited, got %d, line %v", s.Rate, s.LineRate)
+	}
+}
+
+// TestSerialised: a sender's packets are charged their wire time one after
+// the other, from when both the packet and the wire are there, and arrive
+// the delay later; an idle wire starts afresh.
+func TestSerialised(t *testing.T) {
+	const nb = 1000.0 // ns per byte: 1 MB/s
+	const delay = 5_000_000
+	var free int64
+	var got []int64
+	for _, p := range []struct {
+		t       int64
+		payload int
+	}{
+		{0, 16 << 10}, {0, 64 << 10}, {0, 0}, // a burst and an ACK behind it
+		{200_000_000, 1000}, // after the wire went idle
+	} {
+		var at int64
+		at, free = serialised(p.t, free, p.payload, nb, delay)
+		got = append(got, at)
+	}
+	want := []int64{16384_000 + delay, 81920_000 + delay, 81920_000 + delay, 201_000_000 + delay}
+	if !slices.Equal(got, want) {
+		t.Errorf("deadlines %v, want %v", got, want)
+	}
+	if at, busy := serialised(7, 3, 1500, 0, delay); at != 7+delay || busy != 3 {
+		t.Errorf("without a serialiser: deadline %d busy %d", at, busy)
+	}
+}
+
+// TestDelayQueueSenders: each sender of a queue has its own serialiser,
+// so one sender's long burst does not hold another's packet; next is the
+// earliest deadline over the senders.
+func TestDelayQueueSenders(t *testing.T) {
+	q := &delayQueue{srcs: map[[4]byte]*srcLine{}}
+	q.setRate(1e6)
+	q.delay.Store(1_000_000)
+	a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+	q.hold(qpacket{id: 1, src: a, payload: 64 << 10, len: 64<<10 + 52}, 0)
+	q.hold(qpacket{id: 2, src: a, payload: 64 << 10, len: 64<<10 + 52}, 0)
+	q.hold(qpacket{id: 3, src: b, payload: 1000, len: 1052}, 10_000_000)
+	// b's packet: its own wire time (1 ms) and the delay, not behind a's
+	// 131 ms burst.
+	if got, want := q.next(), int64(10_000_000+1_000_000+1_000_000); got != want {
+		t.Errorf("next %d, want %d", got, want)
+	}
+	sa := q.srcs[a]
+	if got, want := sa.fifo[1].at, int64(2*65536_000+1_000_000); got != want {
+		t.Errorf("a's second packet due %d, want %d", got, want)
+	}
+	if q.lastID != 3 || len(q.lines) != 2 {
+		t.Errorf("lastID %d, %d senders", q.lastID, len(q.lines))
 	}
 }
 
@@ -171,16 +241,18 @@ func TestParsePacket(t *testing.T) {
 	ts := binary.BigEndian.AppendUint64(nil, 12)
 	ts = binary.BigEndian.AppendUint64(ts, 345)
 	body = append(body, attr(nfqaTimestamp, ts)...)
-	ip := make([]byte, 20)
+	ip := make([]byte, 40)
 	ip[0] = 0x45
-	copy(ip[16:], []byte{10, 77, 2, 1})
+	ip[9] = 6 // TCP
+	copy(ip[12:], []byte{10, 77, 2, 1})
+	ip[32] = 8 << 4 // data offset: 32 bytes
 	body = append(body, attr(nfqaPayload, ip)...)
 	body = append(body, attr(nfqaCapLen, binary.BigEndian.AppendUint32(nil, 65226))...)
 	p, err := parsePacket(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.queue != 1001 || p.id != 77 || p.len != 65226 || !p.hdr || p.dst != [4]byte{10, 77, 2, 1} || p.stamp != 12e9+345e3 {
+	if p.queue != 1001 || p.id != 77 || p.len != 65226 || p.payload != 65226-52 || !p.hdr || p.src != [4]byte{10, 77, 2, 1} || p.stamp != 12e9+345e3 {
 		t.Errorf("parsed %+v", p)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { _, _ = parsePacket(body) }); allocs != 0 {
