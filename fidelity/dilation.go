@@ -31,6 +31,9 @@ type Capacity struct {
 	// with more than MaxOthersCPU of it are the load's, not the machine's,
 	// and are not kept (Busy).
 	OthersCPU float64 `json:"others_cpu"`
+	// Path is what the probe's messages went through (the backend's
+	// shaper), as `koala-emu host` shows it.
+	Path string `json:"path,omitempty"`
 }
 
 // MaxOthersCPU is the most of the machine's CPU other processes may use

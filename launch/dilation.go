@@ -83,6 +83,10 @@ func Prepare(ctx context.Context, backend string, plan *scenarios.Plan, opts Opt
 	demand := DemandOf(plan)
 	choice := &fidelity.Choice{Dilation: plan.Dilation, Demand: demand, Reason: "given by the scenario or the command line"}
 	if plan.DilationAuto {
+		if _, kept := hostprobe.Load(backend); !kept && opts.Host == nil {
+			fmt.Fprintf(opts.Progress, "host: no figures kept for %s on this machine: measuring what its shaper carries (%s)\n",
+				backend, probeTime(backend))
+		}
 		c, measured, err := hostFor(ctx, backend, opts.Host)
 		if err != nil {
 			return opts, fmt.Errorf("dilation auto: measuring the host: %w", err)
@@ -197,12 +201,6 @@ func keptNote(c fidelity.Capacity) string {
 	}
 	return "kept for later runs; `koala-emu host` shows it"
 }
-
-// measurer is how a backend's capacity is measured. Every backend is
-// measured in process today: the userspace shaper's cost per message and
-// byte, and the delay line's lateness; the kernel shapers of netns and
-// docker carry at least as much (calibrate measures them per link).
-func measurer(string) hostprobe.Measurer { return hostprobe.MeasureInproc }
 
 // DemandOf is what plan asks of the host at dilation 1: the peak, over the
 // run, of the message and byte rates of the jobs expected to run at once

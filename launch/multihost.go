@@ -17,6 +17,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/koala-emu/koala-emu/fidelity"
+	"github.com/koala-emu/koala-emu/fidelity/hostprobe"
+	"github.com/koala-emu/koala-emu/fidelity/hostprobe/kernelprobe"
 	"github.com/koala-emu/koala-emu/launch/docker"
 	"github.com/koala-emu/koala-emu/launch/grid"
 	"github.com/koala-emu/koala-emu/launch/owner"
@@ -34,6 +37,37 @@ func multihostBackends() []Backend { return []Backend{gridBackend{netns: true}, 
 // LeftOut is what this binary was built without (nothing), for the
 // unknown-backend error.
 const LeftOut = ""
+
+// measurer is how a backend's capacity is measured: through the shaper its
+// runs use. inproc: in process, through the userspace shaper. netns and
+// docker: through the kernel shaper between network namespaces
+// (kernelprobe), each rank's node a namespace with its own delay line, as
+// on those backends; what a container adds beside its namespace (its own
+// process and runtime per node) is not in the figures, and each run's
+// monitor judges it. The kernel probe needs root; docker without root falls
+// back to the userspace figures and says so in the figures' path (they
+// overstate what the kernel path carries).
+func measurer(backend string) hostprobe.Measurer {
+	switch {
+	case backend == "netns" || (backend == "docker" && os.Geteuid() == 0):
+		return kernelprobe.Measure
+	case backend == "docker":
+		return func(ctx context.Context, opts hostprobe.Options) (fidelity.Capacity, error) {
+			c, err := hostprobe.MeasureInproc(ctx, opts)
+			c.Path += "; not root, so not the kernel shaper docker's nodes use, which carries less"
+			return c, err
+		}
+	}
+	return hostprobe.MeasureInproc
+}
+
+// probeTime is about how long measurer takes.
+func probeTime(backend string) string {
+	if backend == "netns" || (backend == "docker" && os.Geteuid() == 0) {
+		return "32 network namespaces, about 1-2 minutes"
+	}
+	return "about 10 s"
+}
 
 // unreachable says a backend's Clean could not look (no Docker daemon, not
 // root for netns): Clean skips it with a note.

@@ -23,7 +23,8 @@ func newHostCmd(a *app) *cobra.Command {
 		Short: "show what this machine carries in real time (the capacity `dilation: auto` uses)",
 		Long: `host shows the capacity of this machine for a backend: messages and payload bytes per
 second through the backend's shaper, and the delay line's wake-up lateness. The figures are
-measured by a short probe (a few seconds) the first time a run needs them and kept per machine
+measured by a short probe (about 10 s in process for inproc; for netns and docker about a minute
+or two through the kernel shaper between 32 network namespaces, as root) the first time a run needs them and kept per machine
 and backend; --refresh measures again.`,
 		Example: `  koala-emu host
   koala-emu host --refresh --json`,
@@ -47,9 +48,15 @@ and backend; --refresh measures again.`,
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "backend\t%s (%s; %s)\n", c.Backend, how, path)
 			fmt.Fprintf(tw, "machine\t%s\n", c.Machine)
+			if c.Path != "" {
+				fmt.Fprintf(tw, "through\t%s\n", c.Path)
+			}
 			fmt.Fprintf(tw, "messages\t%.0f per second\n", c.MsgsPerSec)
 			fmt.Fprintf(tw, "bytes\t%.0f MB per second\n", c.BytesPerSec/1e6)
 			fmt.Fprintf(tw, "lateness floor\t%s (p99 of the delay line's wake-ups)\n", c.Floor)
+			if c.BurstPerMsg > 0 {
+				fmt.Fprintf(tw, "burst\t%s per message of a lock-step exchange (p99 lateness over its messages)\n", c.BurstPerMsg)
+			}
 			fmt.Fprintf(tw, "others' CPU\t%.0f %% of the machine during the probe (figures measured above %.0f %% are not kept)\n",
 				100*c.OthersCPU, 100*fidelity.MaxOthersCPU)
 			fmt.Fprintf(tw, "auto dilation\tkeeps a run's demand under %.0f%% of these rates and the floor under %.0f%% of its smallest latency\n",

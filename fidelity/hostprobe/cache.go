@@ -21,8 +21,9 @@ import (
 // it are measured again. 4: the delay line wakes its sleepers through the
 // netpoller (ptimer.WakeWithin), which changes the lateness floor measured.
 // 5: the figures say how busy other processes kept the machine (figures of
-// 4 may hold a busy moment for a week).
-const Version = 5
+// 4 may hold a busy moment for a week). 6: netns and docker are measured
+// through the kernel shaper (package kernelprobe), no longer in process.
+const Version = 6
 
 // MaxAge is how long kept figures are trusted before a run measures again.
 const MaxAge = 7 * 24 * time.Hour

@@ -63,15 +63,62 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// MeasureInproc measures the in-process backend: ranks over loopback TCP
-// through the userspace shaper and the process's delay line. The message
-// probe offers more than the host carries (Rings jobs whose steps wait only
-// for a short latency), so what gets through is the host's capacity with
-// every message released by the delay line; the byte probe streams over
-// links with no rate limit.
+// Fabric connects the probe's jobs through a backend's shaper: Connect
+// makes one job of the given ranks (Rank is set by it) in one cluster,
+// "probe", over links of one-way latency lat and no rate limit (lat 0: the
+// fastest link the shaper has; see each fabric), and returns the job's
+// ranks and a function that releases what it made for them, to call after
+// the ranks are closed.
+type Fabric interface {
+	Connect(ctx context.Context, opts []comm.Options, lat time.Duration) ([]*comm.Comm, func(), error)
+	// Path says what the messages went through, for `koala-emu host`.
+	Path() string
+}
+
+// Inproc is the in-process backend's fabric: ranks over loopback TCP
+// through the userspace shaper and the process's delay line.
+type Inproc struct{}
+
+// Path implements Fabric.
+func (Inproc) Path() string { return "loopback TCP through the userspace shaper, one process" }
+
+// Connect implements Fabric.
+func (Inproc) Connect(ctx context.Context, opts []comm.Options, lat time.Duration) ([]*comm.Comm, func(), error) {
+	free := netem.Link{Latency: lat, Bandwidth: 0}
+	egs := make([]*netem.UserspaceEgress, len(opts))
+	for i := range opts {
+		egs[i] = netem.NewUserspace(netem.EgressPlan{Node: fmt.Sprintf("probe%d", i), Cluster: "probe",
+			To: map[string]netem.Link{"probe": free}}, nil, 1)
+		opts[i].Egress = egs[i]
+	}
+	release := func() {
+		for _, e := range egs {
+			_ = e.Close()
+		}
+	}
+	cs, err := comm.ConnectLocal(ctx, opts)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("host probe: %w", err)
+	}
+	return cs, release, nil
+}
+
+// MeasureInproc measures the in-process backend (Measure over Inproc).
 func MeasureInproc(ctx context.Context, opts Options) (fidelity.Capacity, error) {
+	c, err := Measure(ctx, Inproc{}, opts)
+	c.Backend = "inproc"
+	return c, err
+}
+
+// Measure measures what fab carries. The message probe offers more than
+// the host carries (Rings jobs whose steps wait only for a short latency),
+// so what gets through is the host's capacity with every message released
+// by the shaper's delay line; the byte probe streams over links with no
+// rate limit.
+func Measure(ctx context.Context, fab Fabric, opts Options) (fidelity.Capacity, error) {
 	opts = opts.withDefaults()
-	c := fidelity.Capacity{Backend: "inproc", Machine: MachineID(), Measured: time.Now().UTC()}
+	c := fidelity.Capacity{Machine: MachineID(), Measured: time.Now().UTC(), Path: fab.Path()}
 	// Each figure is the best of a few tries: the capacity is the
 	// machine's, and a moment of load from elsewhere must not stay in the
 	// kept figures for a week (each run's own monitor judges its moment).
@@ -83,15 +130,15 @@ func MeasureInproc(ctx context.Context, opts Options) (fidelity.Capacity, error)
 		if try == 0 || floor < c.Floor {
 			c.Floor = floor
 		}
-		msgs, err := ringRate(ctx, opts.Rings, opts.Ranks, opts.Latency, opts.Span)
+		msgs, err := ringRate(ctx, fab, opts.Rings, opts.Ranks, opts.Latency, opts.Span)
 		if err != nil {
 			return c, err
 		}
-		bytes, err := streamRate(ctx, opts.Pairs, opts.Span/2)
+		bytes, err := streamRate(ctx, fab, opts.Pairs, opts.Span/2)
 		if err != nil {
 			return c, err
 		}
-		per, err := burstCost(ctx, opts.BurstRanks, opts.BurstSteps)
+		per, err := burstCost(ctx, fab, opts.BurstRanks, opts.BurstSteps)
 		if err != nil {
 			return c, err
 		}
@@ -116,10 +163,10 @@ var burstLatencies = []time.Duration{2 * time.Millisecond, 4 * time.Millisecond,
 // fidelity.BurstShare of the latency, and returns that lateness (the
 // smallest latency's share) over the burst's 2n messages: Choose then asks
 // of a burst of B messages a latency of about B x BurstPerMsg / BurstShare.
-func burstCost(ctx context.Context, n, steps int) (time.Duration, error) {
+func burstCost(ctx context.Context, fab Fabric, n, steps int) (time.Duration, error) {
 	var late time.Duration
 	for _, lat := range burstLatencies {
-		p99, err := burstLate(ctx, n, steps, lat)
+		p99, err := burstLate(ctx, fab, n, steps, lat)
 		if err != nil {
 			return 0, err
 		}
@@ -134,19 +181,19 @@ func burstCost(ctx context.Context, n, steps int) (time.Duration, error) {
 
 // burstLate runs steps lock-step bursts of n ranks over links of latency
 // lat and returns the p99 lateness of their frames.
-func burstLate(ctx context.Context, n, steps int, lat time.Duration) (time.Duration, error) {
-	opts, done := shaped(n, lat)
-	defer done()
+func burstLate(ctx context.Context, fab Fabric, n, steps int, lat time.Duration) (time.Duration, error) {
+	opts := ranks(n, "host-probe-burst")
 	probes := make([]*fidelity.Probe, n)
 	for i := range opts {
 		probes[i] = fidelity.NewProbe()
-		opts[i].JobID, opts[i].Probe = "host-probe-burst", probes[i]
+		opts[i].Probe = probes[i]
 		opts[i].Targets = map[string]netem.Link{"probe": {Latency: lat}}
 	}
-	cs, err := comm.ConnectLocal(ctx, opts)
+	cs, release, err := fab.Connect(ctx, opts, lat)
 	if err != nil {
-		return 0, fmt.Errorf("host probe: %w", err)
+		return 0, err
 	}
+	defer release()
 	defer closeAll(cs)
 	errs0 := make(chan error, n)
 	// Connections are lazy: open the ring's before the first step, so that
@@ -225,41 +272,26 @@ func lateness(ctx context.Context, n int, d time.Duration) (time.Duration, error
 	return max(0, late[int(math.Ceil(0.99*float64(n)))-1]), nil
 }
 
-// shaped returns n ranks' options in one cluster through userspace
-// shapers with a free link.
-func shaped(n int, lat time.Duration) ([]comm.Options, func()) {
-	free := netem.Link{Latency: lat, Bandwidth: 0}
+// ranks returns the options of n ranks of job in the probe's cluster.
+func ranks(n int, job string) []comm.Options {
 	opts := make([]comm.Options, n)
-	var egs []*netem.UserspaceEgress
 	for i := range opts {
-		eg := netem.NewUserspace(netem.EgressPlan{Node: fmt.Sprintf("probe%d", i), Cluster: "probe",
-			To: map[string]netem.Link{"probe": free}}, nil, 1)
-		egs = append(egs, eg)
-		opts[i] = comm.Options{JobID: "host-probe", Cluster: "probe", Egress: eg, Processors: 1}
+		opts[i] = comm.Options{JobID: job, Cluster: "probe", Processors: 1}
 	}
-	return opts, func() {
-		for _, e := range egs {
-			_ = e.Close()
-		}
-	}
+	return opts
 }
 
 // ringRate runs rings jobs of n ranks that exchange 8-byte messages with
 // both ring neighbours, step after step, for about span, and returns the
 // messages per second of all of them.
-func ringRate(ctx context.Context, rings, n int, lat, span time.Duration) (float64, error) {
-	opts, done := shaped(rings*n, lat)
-	defer done()
+func ringRate(ctx context.Context, fab Fabric, rings, n int, lat, span time.Duration) (float64, error) {
 	jobs := make([][]*comm.Comm, rings)
 	for r := range jobs {
-		o := opts[r*n : (r+1)*n]
-		for i := range o {
-			o[i].JobID = fmt.Sprintf("host-probe-%d", r)
-		}
-		cs, err := comm.ConnectLocal(ctx, o)
+		cs, release, err := fab.Connect(ctx, ranks(n, fmt.Sprintf("host-probe-%d", r)), lat)
 		if err != nil {
-			return 0, fmt.Errorf("host probe: %w", err)
+			return 0, err
 		}
+		defer release()
 		defer closeAll(cs)
 		jobs[r] = cs
 	}
@@ -337,13 +369,12 @@ func ringSteps(ctx context.Context, cs []*comm.Comm, steps int) (time.Duration, 
 
 // streamRate runs pairs of ranks, each first rank streaming 1 MB messages to
 // its partner for span, and returns payload bytes per second in all.
-func streamRate(ctx context.Context, pairs int, span time.Duration) (float64, error) {
-	opts, done := shaped(2*pairs, 0)
-	defer done()
-	cs, err := comm.ConnectLocal(ctx, opts)
+func streamRate(ctx context.Context, fab Fabric, pairs int, span time.Duration) (float64, error) {
+	cs, release, err := fab.Connect(ctx, ranks(2*pairs, "host-probe-stream"), 0)
 	if err != nil {
-		return 0, fmt.Errorf("host probe: %w", err)
+		return 0, err
 	}
+	defer release()
 	defer closeAll(cs)
 	const size = 1 << 20
 	stop := time.Now().Add(span)

@@ -121,31 +121,13 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 	if len(m.Clusters) > 1 {
 		other = topo.HostsOf(m.Clusters[1])[1]
 	}
-	base, err := netem.Quietest(netem.QuietRounds, func() (netem.PingPongResult, error) {
-		return measure(ctx, topo, first, other, nil, nil, "", "", opts.PingPong)
-	})
+	model, base, err := PathModel(ctx, topo, first, other, mech.Name(), max(m.MaxLatency(d), 0), opts, logf)
 	if err != nil {
-		return nil, netem.CalibrationSummary{}, info, fmt.Errorf("netns: calibrate: floor: %w", err)
+		return nil, netem.CalibrationSummary{}, info, err
 	}
 	info.Floor, info.FloorBandwidth = base.Latency, base.Bandwidth
-	logf("floor: one-way %v, 1 MB ping-pong %.0f MB/s unshaped", base.Latency, base.Bandwidth/1e6)
-
-	model := kernel.Model{Floor: info.Floor}
-	switch mech.Name() {
-	case kernel.NameHTB:
-		maxDelay := max(m.MaxLatency(d)-info.Floor, 0)
-		if info.Overhead, info.LineMsgOverhead, err = lineOverhead(ctx, topo, first, other, info.Floor, maxDelay, opts, logf); err != nil {
-			return nil, netem.CalibrationSummary{}, info, err
-		}
-		model.Overhead, model.LineMsgOverhead = info.Overhead, info.LineMsgOverhead
-		mech = kernel.HTB{Model: model, NoRealtime: opts.NoRealtime}
-		logf("delay line overhead (delay:overhead one way): %v; %v per 1 MB message at zero delay and %.0f MB/s",
-			info.Overhead, info.LineMsgOverhead, LineProbeRate/1e6)
-	case kernel.NameNetem:
-		mech = kernel.Netem{Model: model}
-	case "userspace":
-		mech = netem.Userspace{} // the plans below are dilated already
-	}
+	info.Overhead, info.LineMsgOverhead = model.Overhead, model.LineMsgOverhead
+	mech = Mechanism(mech.Name(), model, opts.NoRealtime)
 	info.Model = model
 
 	// Install every host's plan.
@@ -213,6 +195,46 @@ func CalibrateNetns(ctx context.Context, m netem.Matrix, want string, opts Calib
 		}
 	}
 	return rows, netem.SummarizeCalibration(rows), info, nil
+}
+
+// PathModel measures what the kernel shapers' Model needs between hosts a
+// and b of topo: the unshaped floor (the quietest of netem.QuietRounds
+// ping-pongs, returned whole) and, for the htb mechanism, the delay line's
+// own cost at delays up to maxLatency less the floor and per message.
+func PathModel(ctx context.Context, topo *Topology, a, b *Host, mechanism string, maxLatency time.Duration, opts CalibrateOptions,
+	logf func(string, ...any)) (kernel.Model, netem.PingPongResult, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	base, err := netem.Quietest(netem.QuietRounds, func() (netem.PingPongResult, error) {
+		return measure(ctx, topo, a, b, nil, nil, "", "", opts.PingPong)
+	})
+	if err != nil {
+		return kernel.Model{}, base, fmt.Errorf("netns: calibrate: floor: %w", err)
+	}
+	logf("floor: one-way %v, 1 MB ping-pong %.0f MB/s unshaped", base.Latency, base.Bandwidth/1e6)
+	model := kernel.Model{Floor: base.Latency}
+	if mechanism == kernel.NameHTB {
+		if model.Overhead, model.LineMsgOverhead, err = lineOverhead(ctx, topo, a, b, model.Floor, max(maxLatency-model.Floor, 0), opts, logf); err != nil {
+			return model, base, err
+		}
+		logf("delay line overhead (delay:overhead one way): %v; %v per 1 MB message at zero delay and %.0f MB/s",
+			model.Overhead, model.LineMsgOverhead, LineProbeRate/1e6)
+	}
+	return model, base, nil
+}
+
+// Mechanism is the named mechanism with model (kernel.NameHTB,
+// kernel.NameNetem; anything else is the userspace shaper, whose plans are
+// dilated already).
+func Mechanism(name string, model kernel.Model, noRealtime bool) netem.Mechanism {
+	switch name {
+	case kernel.NameHTB:
+		return kernel.HTB{Model: model, NoRealtime: noRealtime}
+	case kernel.NameNetem:
+		return kernel.Netem{Model: model}
+	}
+	return netem.Userspace{}
 }
 
 // measurePair measures one pair over installed mechanisms: a ping-pong

@@ -409,7 +409,7 @@ func (c *Comm) outLink(ctx context.Context, s *slot) (*link, error) {
 	}
 	n := len(c.t().peers)
 	c.linkMu.Unlock()
-	raw, err := dial(ctx, s.peer.Addr, c.opts.JobID, c.rank, n)
+	raw, err := dial(ctx, c.opts.Dial, s.peer.Addr, c.opts.JobID, c.rank, n)
 	if err != nil {
 		if errors.Is(err, errPeerGone) {
 			s.dialErr = c.errorf("send to rank %d (%s): %w: %w", s.rank, s.peer.Addr, ErrPeerClosed, err)

@@ -466,7 +466,7 @@ func TestHandshakeRefusesOtherJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e1.Close()
-	_, err = dial(ctx, e1.Addr(), "b", 0, 2)
+	_, err = dial(ctx, nil, e1.Addr(), "b", 0, 2)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("refused")) {
 		t.Fatalf("dial from another job: %v", err)
 	}

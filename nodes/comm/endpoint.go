@@ -63,6 +63,10 @@ type Options struct {
 	// Load stretches every Compute by its factor: the competing load on
 	// the node (loading programs time-sharing its processors). Nil: none.
 	Load *Load
+	// Dial opens this rank's connections to its peers ("tcp", the peer's
+	// address). Nil: a net.Dialer of this process's network namespace. The
+	// kernel-shaper host probe dials from inside a namespace of its own.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -394,11 +398,14 @@ func (e *Endpoint) Connect(ctx context.Context, peers []Peer) (*Comm, error) {
 // a refused handshake is final, and so is a refused connection: the peer
 // listened before its address was published, so nothing listening means
 // the peer is gone (both wrap errPeerGone).
-func dial(ctx context.Context, addr, job string, rank, size int) (net.Conn, error) {
-	var d net.Dialer
+func dial(ctx context.Context, dialer func(ctx context.Context, network, addr string) (net.Conn, error), addr, job string, rank, size int) (net.Conn, error) {
+	if dialer == nil {
+		var d net.Dialer
+		dialer = d.DialContext
+	}
 	backoff := 5 * time.Millisecond
 	for {
-		c, err := d.DialContext(ctx, "tcp", addr)
+		c, err := dialer(ctx, "tcp", addr)
 		if err == nil {
 			if err = hello(ctx, c, job, rank, size); err == nil {
 				return c, nil

@@ -253,12 +253,12 @@ func TestLazyRefusals(t *testing.T) {
 		{"r", 1, 3, "must not dial"},
 		{"r", 5, 3, "must not dial"},
 	} {
-		_, err := dial(ctx, e.Addr(), tc.job, tc.rank, tc.size)
+		_, err := dial(ctx, nil, e.Addr(), tc.job, tc.rank, tc.size)
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 			t.Errorf("dial as %s rank %d of %d: %v, want %q", tc.job, tc.rank, tc.size, err, tc.want)
 		}
 	}
-	resized, err := dial(ctx, e.Addr(), "r", 0, 2)
+	resized, err := dial(ctx, nil, e.Addr(), "r", 0, 2)
 	if err != nil {
 		t.Fatalf("dial as a rank of a resized job: %v", err)
 	}
@@ -292,7 +292,7 @@ func TestLazyTwoConnectionsPerPair(t *testing.T) {
 		ctx := testCtx(t)
 		for _, c := range cs {
 			s := c.t().slots[1-c.Rank()]
-			raw, err := dial(ctx, s.peer.Addr, c.opts.JobID, c.rank, 2)
+			raw, err := dial(ctx, nil, s.peer.Addr, c.opts.JobID, c.rank, 2)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,13 @@ import (
 // lazy (see Endpoint.Connect); each endpoint is closed with its Comm.
 // Tests, benchmarks and the in-process backend use it.
 func ConnectLocal(ctx context.Context, opts []Options) ([]*Comm, error) {
+	return ConnectWith(ctx, opts, func(_ int, o Options) (*Endpoint, error) { return Listen(ctx, o, "127.0.0.1:0") })
+}
+
+// ConnectWith is ConnectLocal with each rank's endpoint opened by listen
+// (rank i, its options with Rank and JobID set): the kernel-shaper host
+// probe opens them inside network namespaces.
+func ConnectWith(ctx context.Context, opts []Options, listen func(i int, o Options) (*Endpoint, error)) ([]*Comm, error) {
 	n := len(opts)
 	if n == 0 {
 		return nil, errors.New("comm: ConnectLocal: no ranks")
@@ -31,7 +38,7 @@ func ConnectLocal(ctx context.Context, opts []Options) ([]*Comm, error) {
 		if o.JobID == "" {
 			o.JobID = "local"
 		}
-		e, err := Listen(ctx, o, "127.0.0.1:0")
+		e, err := listen(i, o)
 		if err != nil {
 			closeEps()
 			return nil, err
