@@ -112,6 +112,7 @@ func TestModelRate(t *testing.T) {
 	msg := float64(netem.BandwidthMsgSize)
 	for _, l := range []netem.Link{
 		{Bandwidth: 10e6, Latency: 1450 * time.Microsecond},
+		{Bandwidth: 0.2e6, Latency: 400 * time.Millisecond},
 		{Bandwidth: 185e6, Latency: 400 * time.Microsecond},
 		{Bandwidth: 561e6, Latency: 30 * time.Microsecond},
 	} {
@@ -136,8 +137,9 @@ func TestModelRate(t *testing.T) {
 				t.Errorf("%v line %v: model predicts %.1f MB/s", l, line, got/1e6)
 			}
 			// Only a line that holds packets serialises them: without the
-			// line (netem), or when it spins from arrival to release.
-			if want := line && s.Delay > DefaultSpin; (s.LineRate > 0) != want {
+			// line (netem), or when it spins from arrival to release, or
+			// above MaxLineRate, the class alone sets the rate.
+			if want := line && s.Delay > DefaultSpin && l.Bandwidth <= MaxLineRate; (s.LineRate > 0) != want {
 				t.Errorf("%v line %v delay %v: line rate %.0f", l, line, s.Delay, s.LineRate)
 			}
 		}
