@@ -225,8 +225,8 @@ func NewDelayLine(cfg DelayLineConfig) (_ *DelayLine, err error) {
 		if q.Delay < 0 {
 			return nil, fmt.Errorf("delay line: queue %d: negative delay %v", q.Num, q.Delay)
 		}
-		if q.Rate < 0 || math.IsNaN(q.Rate) || math.IsInf(q.Rate, 0) {
-			return nil, fmt.Errorf("delay line: queue %d: rate %v bytes/s", q.Num, q.Rate)
+		if err := checkRate(q.Num, q.Rate); err != nil {
+			return nil, err
 		}
 		if err := sock.bind(q.Num, cfg.MaxLen); err != nil {
 			return nil, err
@@ -473,14 +473,22 @@ func (d *DelayLine) SetDelay(num uint16, delay time.Duration) error {
 // SetRate changes the serialiser's rate of queue num (payload bytes/s per
 // sender, 0: none) from now on; packets it holds keep their deadlines.
 func (d *DelayLine) SetRate(num uint16, rate float64) error {
-	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return fmt.Errorf("delay line: queue %d: rate %v bytes/s", num, rate)
+	if err := checkRate(num, rate); err != nil {
+		return err
 	}
 	q := d.byN[num]
 	if q == nil {
 		return fmt.Errorf("delay line: no queue %d", num)
 	}
 	q.setRate(rate)
+	return nil
+}
+
+// checkRate refuses a serialiser rate that is negative or not finite.
+func checkRate(num uint16, rate float64) error {
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("delay line: queue %d: rate %v bytes/s", num, rate)
+	}
 	return nil
 }
 
