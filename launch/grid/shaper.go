@@ -31,6 +31,9 @@ type MechanismOptions struct {
 	// Spin is the delay line's spin margin (kernel.HTB.Spin): 0 adapts,
 	// negative never spins.
 	Spin time.Duration
+	// Exempt are the host's control-plane ports, which the kernel
+	// mechanisms leave unshaped (kernel.HTB.Exempt).
+	Exempt []uint16
 }
 
 // Candidates returns the shaping mechanisms an actor host selects from, in
@@ -44,8 +47,8 @@ type Candidates func(MechanismOptions) []netem.Mechanism
 // probes, which the manifest and the progress output then say).
 func DefaultCandidates(o MechanismOptions) []netem.Mechanism {
 	return []netem.Mechanism{
-		kernel.Netem{Model: o.Model},
-		kernel.HTB{Model: o.Model, DivertAll: o.DivertAll, Spin: o.Spin},
+		kernel.Netem{Model: o.Model, Exempt: o.Exempt},
+		kernel.HTB{Model: o.Model, DivertAll: o.DivertAll, Spin: o.Spin, Exempt: o.Exempt},
 		netem.Userspace{Dilation: o.Dilation},
 	}
 }
@@ -138,7 +141,7 @@ func (s *shaper) shape(ctx context.Context, req *msg.GridShape) *msg.GridShaped 
 	model := kernel.Model{Floor: time.Duration(req.FloorNs), Overhead: fromGridOverhead(req.Overhead)}
 	d := s.grid.Dilation
 	mech, reason, err := selectMech(ctx, req, s.candidates(MechanismOptions{Model: model, DivertAll: req.DivertAll,
-		Dilation: d, Spin: time.Duration(req.SpinNs)}))
+		Dilation: d, Spin: time.Duration(req.SpinNs), Exempt: s.keep}))
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", s.name, err))
 	}

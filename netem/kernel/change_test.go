@@ -16,29 +16,33 @@ import (
 	"github.com/koala-emu/koala-emu/netem/netns"
 )
 
-// classRates returns the HTB classes' rates on the host's interface, in
-// bytes/s, by class minor.
-func classRates(t *testing.T, topo *netns.Topology, h *netns.Host) map[uint16]uint64 {
+// htbClasses lists the HTB classes on the host's interface.
+func htbClasses(t testing.TB, topo *netns.Topology, h *netns.Host) []netlink.Class {
 	t.Helper()
-	out := map[uint16]uint64{}
+	var cs []netlink.Class
 	err := topo.Run(h, func() error {
 		l, err := netlink.LinkByName(netns.HostIface)
 		if err != nil {
 			return err
 		}
-		cs, err := netlink.ClassList(l, netlink.MakeHandle(1, 0))
-		if err != nil {
-			return err
-		}
-		for _, c := range cs {
-			if hc, ok := c.(*netlink.HtbClass); ok {
-				out[uint16(hc.Handle&0xffff)] = hc.Rate // bytes/s as listed
-			}
-		}
-		return nil
+		cs, err = netlink.ClassList(l, netlink.MakeHandle(1, 0))
+		return err
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("classes on %s: %v", h.Name, err)
+	}
+	return cs
+}
+
+// classRates returns the HTB classes' rates on the host's interface, in
+// bytes/s, by class minor.
+func classRates(t *testing.T, topo *netns.Topology, h *netns.Host) map[uint16]uint64 {
+	t.Helper()
+	out := map[uint16]uint64{}
+	for _, c := range htbClasses(t, topo, h) {
+		if hc, ok := c.(*netlink.HtbClass); ok {
+			out[uint16(hc.Handle&0xffff)] = hc.Rate // bytes/s as listed
+		}
 	}
 	return out
 }

@@ -94,20 +94,7 @@ func deleteCutTable(c *nftables.Conn, flush bool) error {
 // every keep port, then drop every packet whose address at addrOff in the
 // IPv4 header (12 source, 16 destination) is in a peer prefix.
 func cutRules(peers []netip.Prefix, keep []uint16, addrOff uint32) [][]expr.Any {
-	var out [][]expr.Any
-	for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-		for _, port := range keep {
-			for _, off := range []uint32{0, 2} { // source port, destination port
-				out = append(out, []expr.Any{
-					&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
-					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: off, Len: 2},
-					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
-					&expr.Verdict{Kind: expr.VerdictAccept},
-				})
-			}
-		}
-	}
+	out := portAcceptRules(keep)
 	for _, p := range peers {
 		p = p.Masked()
 		mask := prefixMask(p.Bits())
@@ -118,6 +105,27 @@ func cutRules(peers []netip.Prefix, keep []uint16, addrOff uint32) [][]expr.Any 
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: netb[:]},
 			&expr.Verdict{Kind: expr.VerdictDrop},
 		})
+	}
+	return out
+}
+
+// portAcceptRules accept TCP and UDP packets to or from every port of
+// ports: the control plane, which a cut keeps open (cutRules) and the
+// delay line does not hold (addQueueRules).
+func portAcceptRules(ports []uint16) [][]expr.Any {
+	var out [][]expr.Any
+	for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
+		for _, port := range ports {
+			for _, off := range []uint32{0, 2} { // source port, destination port
+				out = append(out, []expr.Any{
+					&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: off, Len: 2},
+					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
+					&expr.Verdict{Kind: expr.VerdictAccept},
+				})
+			}
+		}
 	}
 	return out
 }

@@ -22,6 +22,11 @@
 //     get the xtables NFQUEUE target through nft_compat, as iptables-nft
 //     does.
 //
+// TCP and UDP packets to or from an exempt port (HTB.Exempt, Netem.Exempt:
+// the emulator's control plane) are neither classified nor queued: u32
+// filters tried before the prefixes' send them to HTB's direct queue, and
+// accept rules ahead of the queue rules let them through prerouting.
+//
 // Why NFQUEUE and not a TUN device: packets stay in the kernel (only 20
 // header bytes are copied to userspace, whole 64 KB GSO packets are queued
 // as one), ordering per queue is kept by the kernel, a batch verdict

@@ -33,10 +33,13 @@ func (c classSpec) handle() uint32 { return netlink.MakeHandle(1, c.minor) }
 
 // installHTB puts an HTB root qdisc on link with one class per spec and one
 // u32 filter per destination prefix. Unclassified traffic (other
-// destinations, ARP) bypasses the classes unshaped (HTB's direct queue).
+// destinations, ARP) bypasses the classes unshaped (HTB's direct queue), and
+// so do TCP and UDP packets to or from an exempt port: their filters
+// (exemptFilters) come first and select the root itself, which HTB takes
+// for its direct queue.
 // On failure the root qdisc is deleted again, which removes every class,
 // leaf and filter under it.
-func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err error) {
+func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec, exempt []uint16) (err error) {
 	idx := link.Attrs().Index
 	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: htbRoot, Parent: netlink.HANDLE_ROOT})
 	root.Defcls = 0 // unclassified traffic goes out directly
@@ -50,6 +53,11 @@ func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err er
 			}
 		}
 	}()
+	for i, f := range exemptFilters(idx, exempt) {
+		if err := h.FilterAdd(f); err != nil {
+			return fmt.Errorf("htb: add u32 filter %d for the exempt ports %v: %w", i, exempt, err)
+		}
+	}
 	for _, s := range specs {
 		if err := h.ClassAdd(s.class(idx)); err != nil {
 			return fmt.Errorf("htb: add class %x for %s (%d B/s): %w", s.handle(), s.cluster, s.rate, err)
@@ -72,7 +80,7 @@ func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err er
 			}
 			f := &netlink.U32{
 				FilterAttrs: netlink.FilterAttrs{
-					LinkIndex: idx, Parent: htbRoot, Priority: 1, Protocol: unix.ETH_P_IP,
+					LinkIndex: idx, Parent: htbRoot, Priority: classFilterPriority, Protocol: unix.ETH_P_IP,
 				},
 				ClassId: s.handle(),
 				Sel: &netlink.TcU32Sel{
@@ -86,6 +94,45 @@ func installHTB(h *netlink.Handle, link netlink.Link, specs []classSpec) (err er
 		}
 	}
 	return nil
+}
+
+// Filter priorities: the exempt ports' filters are tried before the
+// destination prefixes'.
+const (
+	exemptFilterPriority = 1
+	classFilterPriority  = 2
+)
+
+// exemptFilters are u32 filters on interface idx sending TCP and UDP
+// packets from or to each port to HTB's direct queue. They match IPv4
+// headers without options (header length 5: the stack sends none here),
+// the protocol, and the port at its fixed offset behind such a header.
+func exemptFilters(idx int, ports []uint16) []*netlink.U32 {
+	var out []*netlink.U32
+	for _, proto := range []uint32{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
+		for _, port := range ports {
+			for _, k := range []netlink.TcU32Key{
+				{Mask: 0xffff0000, Val: uint32(port) << 16, Off: 20}, // source port
+				{Mask: 0x0000ffff, Val: uint32(port), Off: 20},       // destination port
+			} {
+				out = append(out, &netlink.U32{
+					FilterAttrs: netlink.FilterAttrs{
+						LinkIndex: idx, Parent: htbRoot, Priority: exemptFilterPriority, Protocol: unix.ETH_P_IP,
+					},
+					ClassId: htbRoot,
+					Sel: &netlink.TcU32Sel{
+						Flags: netlink.TC_U32_TERMINAL,
+						Keys: []netlink.TcU32Key{
+							{Mask: 0x0f000000, Val: 0x05000000, Off: 0}, // header length 5
+							{Mask: 0x00ff0000, Val: proto << 16, Off: 8},
+							k,
+						},
+					},
+				})
+			}
+		}
+	}
+	return out
 }
 
 // class is the spec's HTB class on interface idx.

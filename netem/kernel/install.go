@@ -120,9 +120,10 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // install sets up HTB classes (and netem leaves or a delay line) in the
-// calling thread's namespace. Every step undoes itself when a later one
+// calling thread's namespace; TCP and UDP to or from an exempt port pass
+// unshaped. Every step undoes itself when a later one
 // fails.
-func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, dsts map[string][]netip.Prefix, dl DelayLineConfig) (_ *installation, err error) {
+func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, dsts map[string][]netip.Prefix, exempt []uint16, dl DelayLineConfig) (_ *installation, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, 
 		}
 	}
 	if len(specs) > 0 {
-		if err := installHTB(in.nl, in.link, specs); err != nil {
+		if err := installHTB(in.nl, in.link, specs, exempt); err != nil {
 			return nil, err
 		}
 		in.htb = true
@@ -182,7 +183,7 @@ func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, 
 			return nil, err
 		}
 		in.rules = true // a failed flush leaves nothing, removal is then a no-op
-		if in.divert, err = installQueueRules(in.nft, in.link.Attrs().Index, rules); err != nil {
+		if in.divert, err = installQueueRules(in.nft, in.link.Attrs().Index, rules, exempt); err != nil {
 			return nil, err
 		}
 	}

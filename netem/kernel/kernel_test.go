@@ -184,6 +184,12 @@ func echo(t testing.TB, topo *netns.Topology, a, b *netns.Host, n int) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	echoVia(t, topo, a, ln, n)
+}
+
+// echoVia makes n round trips of 4000 bytes from a to ln, which echoes.
+func echoVia(t testing.TB, topo *netns.Topology, a *netns.Host, ln net.Listener, n int) {
+	t.Helper()
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -750,4 +756,47 @@ func TestLineSerialisesBursts(t *testing.T) {
 		t.Errorf("two senders at once: no packet was released ahead of an older one (%+v)", st)
 	}
 	t.Logf("two receivers: the later back after %v, the model's %v; b1's line released %d packets, %d one by one", fanout, both, st.Released, st.OneByOne)
+}
+
+// TestExemptPorts checks that TCP to and from an exempt port (the control
+// plane) passes neither the delay line nor the HTB class of its
+// destination, while other traffic between the same hosts passes both.
+func TestExemptPorts(t *testing.T) {
+	topo := twoHosts(t)
+	a, b := topo.Host("a"), topo.Host("b")
+	exempt, err := topo.Listen(t.Context(), b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exempt.Close()
+	other, err := topo.Listen(t.Context(), b, "tcp", net.JoinHostPort(b.Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	port := uint16(exempt.Addr().(*net.TCPAddr).Port)
+	mech := kernel.HTB{Exempt: []uint16{port}}
+	link := netem.Link{Latency: 2 * time.Millisecond, Bandwidth: 50e6}
+	inA := install(t, topo, a, mech, netem.EgressPlan{Node: "a", Cluster: "alpha", To: map[string]netem.Link{"beta": link}}, topo.Destinations())
+	inB := install(t, topo, b, mech, netem.EgressPlan{Node: "b", Cluster: "beta", To: map[string]netem.Link{"alpha": link}}, topo.Destinations())
+	held := func() int64 { return inA.DelayStats().Released + inB.DelayStats().Released }
+	classBytes := func(h *netns.Host) uint64 {
+		t.Helper()
+		var sum uint64
+		for _, c := range htbClasses(t, topo, h) {
+			if st := c.Attrs().Statistics; st != nil && st.Basic != nil {
+				sum += st.Basic.Bytes
+			}
+		}
+		return sum
+	}
+	h0, ca0, cb0 := held(), classBytes(a), classBytes(b)
+	echoVia(t, topo, a, exempt, 20)
+	if h, ca, cb := held(), classBytes(a), classBytes(b); h != h0 || ca != ca0 || cb != cb0 {
+		t.Errorf("exempt port %d: the lines released %d packets, the classes of a and b sent %d and %d bytes; want none", port, h-h0, ca-ca0, cb-cb0)
+	}
+	echoVia(t, topo, a, other, 20)
+	if h, ca, cb := held(), classBytes(a), classBytes(b); h-h0 < 40 || ca-ca0 < 20*4000 || cb-cb0 < 20*4000 {
+		t.Errorf("another port: the lines released %d packets, the classes of a and b sent %d and %d bytes; want at least 40 and 80000 each", h-h0, ca-ca0, cb-cb0)
+	}
 }

@@ -330,6 +330,11 @@ type HTB struct {
 	// DivertAll sends every destination with a target latency through the
 	// delay line even when no delay is needed (to measure Overhead).
 	DivertAll bool
+	// Exempt are ports whose TCP and UDP packets (to or from them) are
+	// neither rate-limited nor delayed: the emulator's control plane
+	// (protoactor remoting, memberlist), which is not part of the emulated
+	// grid's traffic.
+	Exempt []uint16
 }
 
 // Netem is the mechanism "netem": HTB classes per destination cluster for
@@ -338,6 +343,8 @@ type HTB struct {
 type Netem struct {
 	Model
 	Dev string
+	// Exempt is HTB.Exempt.
+	Exempt []uint16
 }
 
 var (
@@ -491,7 +498,7 @@ func (h HTB) install(ctx context.Context, plan netem.EgressPlan, dsts map[string
 	if base == 0 {
 		base = DefaultQueueBase
 	}
-	return installPlan(ctx, NameHTB, h.Model, h.Dev, false, plan, dsts, func(i int, s *Shaping) {
+	return installPlan(ctx, NameHTB, h.Model, h.Dev, false, plan, dsts, h.Exempt, func(i int, s *Shaping) {
 		if h.DivertAll && !s.Target.Unavailable && s.Target.Latency > 0 && !s.Divert {
 			s.Divert, s.Delay, s.Floor = true, 0, false
 		}
@@ -503,7 +510,7 @@ func (h HTB) install(ctx context.Context, plan netem.EgressPlan, dsts map[string
 
 // Install implements netem.Mechanism.
 func (n Netem) Install(ctx context.Context, plan netem.EgressPlan, dsts map[string][]netip.Prefix) (netem.Installed, error) {
-	in, err := installPlan(ctx, NameNetem, n.Model, n.Dev, true, plan, dsts, nil, DelayLineConfig{})
+	in, err := installPlan(ctx, NameNetem, n.Model, n.Dev, true, plan, dsts, n.Exempt, nil, DelayLineConfig{})
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +518,7 @@ func (n Netem) Install(ctx context.Context, plan netem.EgressPlan, dsts map[stri
 }
 
 func installPlan(ctx context.Context, name string, m Model, dev string, useNetem bool, plan netem.EgressPlan,
-	dsts map[string][]netip.Prefix, adjust func(int, *Shaping), dl DelayLineConfig) (*Installed, error) {
+	dsts map[string][]netip.Prefix, exempt []uint16, adjust func(int, *Shaping), dl DelayLineConfig) (*Installed, error) {
 	mtu := m.MTU
 	var shaping []Shaping
 	keys := sortedKeys(plan.To)
@@ -540,7 +547,7 @@ func installPlan(ctx context.Context, name string, m Model, dev string, useNetem
 			}
 		}
 	}
-	in, err := install(ctx, shaping, dev, useNetem, dsts, dl)
+	in, err := install(ctx, shaping, dev, useNetem, dsts, exempt, dl)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -672,7 +679,7 @@ func (HTB) Probe(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, remove()) }()
 	spec := classSpec{cluster: "probe", minor: 0x10, rate: 1e6, burst: minBurst, quantum: htbQuantum,
 		prefixes: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}
-	if err := installHTB(h, l, []classSpec{spec}); err != nil {
+	if err := installHTB(h, l, []classSpec{spec}, nil); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("no htb qdisc or u32 classifier in this kernel (ENOENT): %w", err)
 		}

@@ -49,7 +49,9 @@ func nftOpen(nsFd int) (*nftables.Conn, error) {
 //
 //	meta iif <ifindex> ip saddr & <mask> == <net> queue num <queue>
 //
-// in one atomic transaction: either all of it exists afterwards or none.
+// after an accept rule for TCP and UDP to or from each exempt port (the
+// emulator's control plane: its packets are never held), in one atomic
+// transaction: either all of it exists afterwards or none.
 // No bypass flag: if the delay line's socket went away, packets from delayed
 // sources are dropped (a loud failure), never delivered undelayed.
 //
@@ -69,7 +71,7 @@ func nftOpen(nsFd int) (*nftables.Conn, error) {
 // The native nftables queue expression (nft_queue) is tried first; kernels
 // without it (this project's CI kernel) get the xtables NFQUEUE target
 // through nft_compat, as iptables-nft does. It returns which one is in use.
-func installQueueRules(c *nftables.Conn, ifindex int, rules []queueRule) (string, error) {
+func installQueueRules(c *nftables.Conn, ifindex int, rules []queueRule, exempt []uint16) (string, error) {
 	if ifindex <= 0 {
 		return "", fmt.Errorf("nftables: invalid interface index %d", ifindex)
 	}
@@ -80,14 +82,14 @@ func installQueueRules(c *nftables.Conn, ifindex int, rules []queueRule) (string
 			}
 		}
 	}
-	err := addQueueRules(c, ifindex, rules, false)
+	err := addQueueRules(c, ifindex, rules, exempt, false)
 	if err == nil {
 		return "nft queue", nil
 	}
 	if !errors.Is(err, unix.ENOENT) {
 		return "", err
 	}
-	if err2 := addQueueRules(c, ifindex, rules, true); err2 != nil {
+	if err2 := addQueueRules(c, ifindex, rules, exempt, true); err2 != nil {
 		return "", errors.Join(err, err2)
 	}
 	return "xt NFQUEUE", nil
@@ -108,7 +110,7 @@ func queueExpr(queue uint16, compat bool) expr.Any {
 
 // addQueueRules queues and flushes the transaction; the caller validated
 // the interface and the prefixes, so nothing is left queued on failure.
-func addQueueRules(c *nftables.Conn, ifindex int, rules []queueRule, compat bool) error {
+func addQueueRules(c *nftables.Conn, ifindex int, rules []queueRule, exempt []uint16, compat bool) error {
 	tb := c.AddTable(&nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4})
 	policy := nftables.ChainPolicyAccept
 	ch := c.AddChain(&nftables.Chain{
@@ -119,6 +121,9 @@ func addQueueRules(c *nftables.Conn, ifindex int, rules []queueRule, compat bool
 		Priority: nftables.ChainPriorityFilter,
 		Policy:   &policy,
 	})
+	for _, r := range portAcceptRules(exempt) {
+		c.AddRule(&nftables.Rule{Table: tb, Chain: ch, Exprs: r})
+	}
 	iif := binary.NativeEndian.AppendUint32(nil, uint32(ifindex))
 	for _, r := range rules {
 		for _, p := range r.prefixes {
