@@ -121,8 +121,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // install sets up HTB classes (and netem leaves or a delay line) in the
 // calling thread's namespace; TCP and UDP to or from an exempt port pass
-// unshaped. Every step undoes itself when a later one
-// fails.
+// unshaped. Every step undoes itself when a later one fails.
 func install(ctx context.Context, shaping []Shaping, dev string, useNetem bool, dsts map[string][]netip.Prefix, exempt []uint16, dl DelayLineConfig) (_ *installation, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
